@@ -1,0 +1,83 @@
+// fib: weft, in three shapes, each on a pool of 2 workers. The top-level
+// call is submitted as a job so that only the 2 workers compute (the caller
+// blocks in get(), as it would in an application).
+//   join              weft::join per call
+//   task_group        a task_group per call, both children spawned, wait()
+//   spawn_wait_until  seed 000's shape: pool.spawn both children, then
+//                     pool.wait_until both have counted down
+#include <atomic>
+#include <memory>
+#include <weft/weft.hpp>
+
+#include "fib/fib.hpp"
+
+namespace {
+
+int fib_join(int n) {
+  if (n < 2) return n;
+  auto [a, b] = weft::join([n] { return fib_join(n - 1); }, [n] { return fib_join(n - 2); });
+  return a + b;
+}
+
+int fib_group(weft::pool& pool, int n) {
+  if (n < 2) return n;
+  int a = 0;
+  int b = 0;
+  weft::task_group g{pool};
+  g.spawn([&] { a = fib_group(pool, n - 1); });
+  g.spawn([&] { b = fib_group(pool, n - 2); });
+  g.wait();
+  return a + b;
+}
+
+int fib_spawn(weft::pool& pool, int n) {
+  if (n < 2) return n;
+  int a = 0;
+  int b = 0;
+  std::atomic<int> done{0};
+  // Each release pairs with the acquire in the predicate: the child's write
+  // to a or b happens-before the parent reads it.
+  pool.spawn([&] {
+    a = fib_spawn(pool, n - 1);
+    done.fetch_add(1, std::memory_order_release);
+  });
+  pool.spawn([&] {
+    b = fib_spawn(pool, n - 2);
+    done.fetch_add(1, std::memory_order_release);
+  });
+  pool.wait_until([&] { return done.load(std::memory_order_acquire) == 2; });
+  return a + b;
+}
+
+std::unique_ptr<weft::pool> make_pool() {
+  return std::make_unique<weft::pool>(weft::pool_options{.threads = bench::workers});
+}
+
+auto setup_join() {
+  return [pool = make_pool()](int n) { return pool->submit([n] { return fib_join(n); }).get(); };
+}
+
+auto setup_group() {
+  return [pool = make_pool()](int n) {
+    return pool->submit([&pool = *pool, n] { return fib_group(pool, n); }).get();
+  };
+}
+
+auto setup_spawn() {
+  return [pool = make_pool()](int n) {
+    return pool->submit([&pool = *pool, n] { return fib_spawn(pool, n); }).get();
+  };
+}
+
+const int timing = bench::on_startup(bench::suite::timing, [] {
+  bench::fib::add_timing("join", setup_join);
+  bench::fib::add_timing("task_group", setup_group);
+  bench::fib::add_timing("spawn_wait_until", setup_spawn);
+});
+const int peak_rss = bench::on_startup(bench::suite::peak_rss, [] {
+  bench::fib::add_peak_rss("join", setup_join);
+  bench::fib::add_peak_rss("task_group", setup_group);
+  bench::fib::add_peak_rss("spawn_wait_until", setup_spawn);
+});
+
+}  // namespace

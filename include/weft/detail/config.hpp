@@ -1,0 +1,39 @@
+// Small platform helpers and the tuning constants shared by the scheduler.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace weft::detail {
+
+// Separates data written by different threads. 64 bytes is the line size of
+// every x86-64 and most AArch64 parts; std::hardware_destructive_interference_size
+// is avoided because GCC warns that its value is not ABI-stable.
+inline constexpr std::size_t cache_line = 64;
+
+// Tells the CPU that this thread is in a spin-wait loop.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// How long a worker keeps looking for work after its last job before it parks.
+// Long enough to catch the next job of a submit/get ping-pong without a
+// futex round trip (which costs tens of microseconds), short enough that an
+// idle worker burns well under a millisecond per idle period.
+inline constexpr std::chrono::microseconds idle_spin_time{50};
+
+// How long a thread that blocks on a latch (future::get from a non-worker
+// thread, an external join) spins before it parks.
+inline constexpr std::chrono::microseconds block_spin_time{20};
+
+// Helping (running other jobs while waiting) nests at most this deep on one
+// stack. At the limit the waiting thread hands its role to a fresh thread and
+// blocks, so that deep recursion of waits never overflows a stack (see
+// docs/waiting.md).
+inline constexpr std::size_t max_help_depth = 512;
+
+}  // namespace weft::detail

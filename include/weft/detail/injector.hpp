@@ -1,0 +1,82 @@
+// The queue through which threads that are not workers hand jobs to a pool.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+#include "config.hpp"
+#include "job.hpp"
+
+namespace weft::detail {
+
+// A FIFO shared by any number of producers (threads that are not workers of
+// the pool) and the pool's workers. A mutex guards a growable ring; an atomic
+// size lets idle workers look without taking the lock, and is what the sleep
+// protocol reads (docs/sleep.md).
+class injector {
+ public:
+  injector() : ring_(initial_capacity) {}
+
+  // Any thread.
+  void push(job* j) {
+    std::lock_guard lock{mutex_};
+    if (count_ == ring_.size()) grow();
+    ring_[(head_ + count_) & (ring_.size() - 1)] = j;
+    ++count_;
+    // seq_cst pairs with the seq_cst load in empty(), called by a worker that
+    // has announced it is about to sleep (sleep_controller::prepare): either
+    // that worker sees this job, or this thread's following load of the
+    // sleeper count sees the worker (a Dekker pair, see docs/sleep.md).
+    size_.store(count_, std::memory_order_seq_cst);
+  }
+
+  // Any thread. Takes the oldest job and up to `extra` more into `out`
+  // (oldest first), so a worker pays for the lock once per batch.
+  job* pop(std::vector<job*>* out = nullptr, std::size_t extra = 0) {
+    if (empty()) return nullptr;
+    std::lock_guard lock{mutex_};
+    if (count_ == 0) return nullptr;
+    job* first = take();
+    if (out != nullptr) {
+      // Leave at least half for other workers.
+      std::size_t n = std::min(extra, count_ / 2);
+      while (n-- > 0) out->push_back(take());
+    }
+    // Relaxed: a smaller size never hides work from a sleeper; the job a
+    // sleeper could miss is the one this thread took and will run.
+    size_.store(count_, std::memory_order_relaxed);
+    return first;
+  }
+
+  // Any thread; see push() for what the seq_cst load pairs with.
+  [[nodiscard]] bool empty() const noexcept { return size_.load(std::memory_order_seq_cst) == 0; }
+
+ private:
+  static constexpr std::size_t initial_capacity = 1024;
+
+  job* take() noexcept {
+    job* j = ring_[head_];
+    head_ = (head_ + 1) & (ring_.size() - 1);
+    --count_;
+    return j;
+  }
+
+  void grow() {
+    std::vector<job*> bigger(ring_.size() * 2);
+    for (std::size_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
+    ring_.swap(bigger);
+    head_ = 0;
+  }
+
+  // Read by idle workers and producers without the lock.
+  alignas(cache_line) std::atomic<std::size_t> size_{0};
+  // Guarded by mutex_.
+  alignas(cache_line) std::mutex mutex_;
+  std::vector<job*> ring_;
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+};
+
+}  // namespace weft::detail

@@ -1,0 +1,151 @@
+// The one job type every front end compiles down to, and the per-thread free
+// lists that heap jobs come from.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "config.hpp"
+
+namespace weft::detail {
+
+// A unit of work as the queues see it: a pointer to a run function and
+// whatever state the concrete job type keeps after this header. Running a job
+// hands it over: run() executes the work and disposes of the job (returns it
+// to its free list, sets a latch, drops a reference: each kind decides).
+struct job {
+  using run_fn = void (*)(job*) noexcept;
+  run_fn run;
+};
+
+class job_cache;
+
+// A job from a free list, with the callable stored inline when it fits.
+struct alignas(cache_line) heap_job : job {
+  static constexpr std::size_t storage_size = cache_line - 3 * sizeof(void*);
+  heap_job* next = nullptr;   // free-list link
+  job_cache* home = nullptr;  // the cache the memory belongs to
+  alignas(void*) std::byte storage[storage_size];
+};
+static_assert(sizeof(heap_job) == cache_line);
+
+template <class C>
+constexpr bool fits_inline_v() noexcept {
+  constexpr bool small = sizeof(C) <= heap_job::storage_size;
+  constexpr bool aligned = alignof(C) <= alignof(void*);
+  return small && aligned && std::is_nothrow_move_constructible_v<C>;
+}
+
+// Whether a heap job keeps a callable of type C inline (else it is boxed).
+template <class C>
+inline constexpr bool fits_inline = fits_inline_v<C>();
+
+// Free list of heap jobs owned by one thread (a worker, or whoever holds the
+// external lock of a pool). Jobs freed by the owner go back to the private
+// list; jobs freed by any other thread are pushed onto the remote stack, which
+// the owner takes whole when its private list runs dry. Taking the whole
+// stack with one exchange is what makes the remote stack ABA-free.
+class job_cache {
+ public:
+  job_cache() = default;
+  job_cache(const job_cache&) = delete;
+  job_cache& operator=(const job_cache&) = delete;
+  ~job_cache() = default;
+
+  // Owner only.
+  heap_job* allocate() {
+    if (free_ == nullptr) refill();
+    heap_job* j = free_;
+    free_ = j->next;
+    return j;
+  }
+
+  // Owner only.
+  void release_local(heap_job* j) noexcept {
+    j->next = free_;
+    free_ = j;
+  }
+
+  // Any thread.
+  void release_remote(heap_job* j) noexcept {
+    heap_job* head = remote_.load(std::memory_order_relaxed);
+    do {
+      j->next = head;
+      // Release pairs with the acquire exchange in refill(): the owner sees
+      // j->next and everything the job's last runner wrote into it.
+    } while (!remote_.compare_exchange_weak(head, j, std::memory_order_release,
+                                            std::memory_order_relaxed));
+  }
+
+  // Any thread; how many job slots this cache has allocated so far.
+  [[nodiscard]] std::size_t capacity() const noexcept {
+    return capacity_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  void refill();
+
+  // Owner only.
+  heap_job* free_ = nullptr;
+  std::vector<std::unique_ptr<heap_job[]>> chunks_;
+  // Any thread pushes, the owner takes all.
+  alignas(cache_line) std::atomic<heap_job*> remote_{nullptr};
+  // Written by the owner, read by statistics.
+  std::atomic<std::size_t> capacity_{0};
+};
+
+inline void job_cache::refill() {
+  // Acquire pairs with the release CAS in release_remote().
+  free_ = remote_.exchange(nullptr, std::memory_order_acquire);
+  if (free_ != nullptr) return;
+  // Chunks double from 32 up to 1024 jobs (64 KiB), so a small pool stays
+  // small and a busy one allocates rarely.
+  constexpr std::size_t first_chunk = 32;
+  constexpr std::size_t doublings = 5;  // 32 << 5 == 1024
+  const std::size_t n = first_chunk << std::min(chunks_.size(), doublings);
+  auto chunk = std::make_unique<heap_job[]>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    chunk[i].home = this;
+    chunk[i].next = i + 1 < n ? &chunk[i + 1] : nullptr;
+  }
+  free_ = &chunk[0];
+  chunks_.push_back(std::move(chunk));
+  capacity_.store(capacity_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+// Where a heap job keeps its callable: inline, or boxed on the heap when it is
+// too big, over-aligned or may throw while moving.
+template <class C>
+C* callable_of(heap_job* j) noexcept {
+  if constexpr (fits_inline<C>) {
+    return std::launder(reinterpret_cast<C*>(j->storage));
+  } else {
+    return *std::launder(reinterpret_cast<C**>(j->storage));
+  }
+}
+
+template <class C, class... Args>
+void construct_callable(heap_job* j, Args&&... args) {
+  if constexpr (fits_inline<C>) {
+    ::new (static_cast<void*>(j->storage)) C(std::forward<Args>(args)...);
+  } else {
+    ::new (static_cast<void*>(j->storage)) C*(new C(std::forward<Args>(args)...));
+  }
+}
+
+template <class C>
+void destroy_callable(heap_job* j) noexcept {
+  if constexpr (fits_inline<C>) {
+    callable_of<C>(j)->~C();
+  } else {
+    delete callable_of<C>(j);
+  }
+}
+
+}  // namespace weft::detail

@@ -1,0 +1,91 @@
+// Sleep and wake-up of idle workers: the whole protocol lives here and in
+// docs/sleep.md, which argues why no wake-up is lost.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include "config.hpp"
+
+namespace weft::detail {
+
+// An idle worker is first *searching* (spinning over the queues), then
+// *sleeping* (announced, re-checking, or parked). The state word counts
+// searchers, sleepers, and wake tokens (wake-ups granted to sleepers and not
+// yet consumed). A producer calls new_work() after every push: it costs one
+// load, and wakes a sleeper only when nobody is searching (a searcher will
+// find the job) and some sleeper has no token yet, so one push wakes at most
+// one worker.
+class sleep_controller {
+ public:
+  // Worker: starts searching.
+  void start_searching() noexcept {
+    // Relaxed: a producer that misses this searcher wakes a sleeper it did
+    // not need to; nothing is lost.
+    state_.fetch_add(one_searcher, std::memory_order_relaxed);
+  }
+
+  // Worker: found a job while searching. If it was the last searcher and
+  // work is left, the caller must call new_work(), since producers that saw
+  // it searching did not wake anybody. Returns true when it was the last.
+  bool stop_searching() noexcept {
+    // seq_cst: the caller's following re-check of the queues (seq_cst loads)
+    // pairs with a producer's push and load of the state, as in prepare().
+    return searchers(state_.fetch_sub(one_searcher, std::memory_order_seq_cst)) == 1;
+  }
+
+  // Worker: searching -> sleeping (announced). seq_cst pairs with the
+  // seq_cst load in new_work(): the worker's re-check of the queues (seq_cst
+  // loads, after this) and the producer's push (a seq_cst store, before its
+  // load) form a Dekker pair, so either the worker sees the job or the
+  // producer sees the sleeper (and no searcher).
+  void prepare() noexcept {
+    state_.fetch_add(one_sleeper - one_searcher, std::memory_order_seq_cst);
+  }
+
+  // Worker: found work after prepare(); sleeping -> searching. A token
+  // granted to us in between is withdrawn, so no later sleeper wakes for
+  // nothing.
+  void cancel() noexcept;
+
+  // Worker: sleep until a producer grants a token (then sleeping ->
+  // searching) or stop() is called (then it is neither). Returns false when
+  // the pool is stopping.
+  bool park();
+
+  // Producer, after making a job visible with a seq_cst store.
+  void new_work() noexcept {
+    // seq_cst: see prepare().
+    const std::uint64_t s = state_.load(std::memory_order_seq_cst);
+    if (searchers(s) == 0 && sleepers(s) > tokens(s)) wake_one(s);
+  }
+
+  // Wakes every worker for good; park() returns false from now on.
+  void stop();
+
+ private:
+  // Three 21-bit counters in one word: sleepers, tokens, searchers.
+  static constexpr unsigned field_bits = 21;
+  static constexpr std::uint64_t field_mask = (std::uint64_t{1} << field_bits) - 1;
+  static constexpr std::uint64_t one_sleeper = 1;
+  static constexpr std::uint64_t one_token = one_sleeper << field_bits;
+  static constexpr std::uint64_t one_searcher = one_token << field_bits;
+  static std::uint64_t sleepers(std::uint64_t s) noexcept { return s & field_mask; }
+  static std::uint64_t tokens(std::uint64_t s) noexcept { return (s >> field_bits) & field_mask; }
+  static std::uint64_t searchers(std::uint64_t s) noexcept {
+    return (s >> (2 * field_bits)) & field_mask;
+  }
+
+  void wake_one(std::uint64_t s) noexcept;
+
+  // Any thread.
+  alignas(cache_line) std::atomic<std::uint64_t> state_{0};
+  // Guards the condition variable's wait; stopping_ is written under it.
+  alignas(cache_line) std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace weft::detail

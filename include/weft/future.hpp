@@ -1,0 +1,118 @@
+// weft::future: the result (or the exception) of a job submitted to a pool.
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "detail/job.hpp"
+#include "detail/latch.hpp"
+#include "errors.hpp"
+
+namespace weft {
+
+class pool;
+
+namespace detail {
+
+// void results are carried as std::monostate.
+template <class R>
+using result_t = std::conditional_t<std::is_void_v<R>, std::monostate, R>;
+
+// Prints an exception that nobody will ever see otherwise (a future destroyed
+// without get() after its job failed).
+void report_unretrieved(const std::exception_ptr& error) noexcept;
+
+// Shared by a submitted job and its future; whoever lets go last destroys it.
+template <class R>
+struct future_state : job {
+  // Drops one reference. The caller that gets true was the last owner: it
+  // may still read the state, and must then call destroy(this).
+  bool drop() noexcept {
+    // acq_rel: the last owner must see everything the other wrote (the
+    // result, or the future's reads of it) before destroying the state.
+    return refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  }
+
+  std::atomic<int> refs{2};  // the job and the future
+  latch done;                // set when value or error is final
+  pool* owner = nullptr;
+  void (*destroy)(future_state*) noexcept = nullptr;
+  std::optional<result_t<R>> value;
+  std::exception_ptr error;
+};
+
+}  // namespace detail
+
+// Move-only handle to a submitted job's outcome. Use it from one thread at a
+// time. get() on a worker runs other jobs while it waits; on any other thread
+// it spins briefly and then blocks (in sequential mode it runs the pool's
+// jobs). Destroying a future without get() is fine: if its job throws after
+// that, the exception goes to the pool's error path (pool_options::on_error,
+// or pool::wait()); if the job had already failed, the exception is printed
+// to stderr, since nothing can rethrow it any more.
+template <class R>
+class future {
+ public:
+  future() noexcept = default;
+  future(future&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  future& operator=(future&& other) noexcept {
+    if (this != &other) {
+      reset();
+      state_ = std::exchange(other.state_, nullptr);
+    }
+    return *this;
+  }
+  future(const future&) = delete;
+  future& operator=(const future&) = delete;
+  ~future() { reset(); }
+
+  // True until get() has been called (or the future was moved from).
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+
+  // True once the job has finished (with a value or an exception).
+  [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->done.is_set(); }
+
+  // Waits for the job to finish. Throws usage_error on an empty future.
+  void wait() const;
+
+  // Waits, then returns the job's result or rethrows its exception. The
+  // future is empty afterwards.
+  R get() {
+    wait();
+    detail::future_state<R>* s = std::exchange(state_, nullptr);
+    struct releaser {
+      detail::future_state<R>* s;
+      ~releaser() {
+        if (s->drop()) s->destroy(s);
+      }
+    } guard{s};
+    // Taking the exception out marks it retrieved; drop() orders this
+    // against the job's own last look at it.
+    if (s->error) std::rethrow_exception(std::exchange(s->error, nullptr));
+    // The job engages value whenever it leaves error empty.
+    // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
+    if constexpr (!std::is_void_v<R>) return std::move(*s->value);
+  }
+
+ private:
+  friend class pool;
+  explicit future(detail::future_state<R>* s) noexcept : state_(s) {}
+
+  void reset() noexcept {
+    detail::future_state<R>* s = std::exchange(state_, nullptr);
+    if (s == nullptr || !s->drop()) return;
+    // Last owner: the job has finished and nobody took its outcome.
+    if (s->error) detail::report_unretrieved(s->error);
+    s->destroy(s);
+  }
+
+  detail::future_state<R>* state_ = nullptr;
+};
+
+}  // namespace weft
+
+#include "pool.hpp"  // future<R>::wait() needs the complete pool

@@ -1,0 +1,415 @@
+// weft::pool: the work-stealing scheduler every front end runs on.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "detail/backoff.hpp"
+#include "detail/config.hpp"
+#include "detail/context.hpp"
+#include "detail/injector.hpp"
+#include "detail/job.hpp"
+#include "detail/latch.hpp"
+#include "detail/sleep.hpp"
+#include "errors.hpp"
+#include "future.hpp"
+
+namespace weft {
+
+// How many threads this process may run at once: the CPUs in its affinity
+// mask, further limited by a cgroup v2 cpu.max quota; at least 1.
+std::size_t available_parallelism();
+
+struct pool_options {
+  // Worker threads. 0 is sequential mode: no threads; jobs run on the thread
+  // that waits (wait, get, join, wait_until), in submission order.
+  std::size_t threads = available_parallelism();
+  // Worker threads are named "<name>-<index>" (truncated to 15 characters).
+  std::string name = "weft";
+  // Receives every exception that escapes a detached job (spawn, a task_group
+  // destroyed without wait, a discarded future). When empty, pool::wait()
+  // rethrows them instead, oldest first, one per call.
+  std::function<void(std::exception_ptr)> on_error = nullptr;
+};
+
+struct pool_stats {
+  std::size_t workers = 0;    // worker threads (0 in sequential mode)
+  std::size_t job_slots = 0;  // heap-job slots allocated so far, all threads together
+  std::size_t handoffs = 0;   // waits that reached the help-depth limit (docs/waiting.md)
+};
+
+class task_group;
+
+namespace detail {
+struct join_access;
+template <class R, class F>
+struct future_job;
+}  // namespace detail
+
+class pool {
+ public:
+  pool() : pool(pool_options{}) {}
+  explicit pool(pool_options options);
+  ~pool();
+  pool(const pool&) = delete;
+  pool& operator=(const pool&) = delete;
+  pool(pool&&) = delete;
+  pool& operator=(pool&&) = delete;
+
+  // Runs f() on the pool and forgets it. An exception it throws goes to
+  // on_error, or is rethrown by a later wait(). Throws pool_closed once the
+  // pool's destruction has begun (except from the pool's own jobs).
+  template <class F>
+  void spawn(F&& f);
+
+  // Runs f() on the pool; the future holds its result or its exception.
+  template <class F>
+  [[nodiscard]] future<std::invoke_result_t<std::decay_t<F>&>> submit(F&& f);
+
+  // Returns when every job submitted so far, and every job those spawned,
+  // has finished; then rethrows the oldest exception a detached job left, if
+  // any. Throws usage_error when called from one of this pool's own jobs (it
+  // would wait for itself): wait on a future or a task_group there instead.
+  void wait();
+
+  // Runs this pool's jobs on the calling thread until pred() holds. On a
+  // worker of another pool it runs that pool's jobs instead. When no job is
+  // available it backs off (spin, yield, then sleeps of up to 1 ms), since a
+  // predicate cannot notify anybody.
+  template <class P>
+  void wait_until(P&& pred);
+
+  // Worker threads (0 in sequential mode).
+  [[nodiscard]] std::size_t size() const noexcept { return workers_.size(); }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] pool_stats stats() const;
+
+ private:
+  friend class task_group;
+  friend struct detail::join_access;
+  template <class R, class F>
+  friend struct detail::future_job;
+  template <class R>
+  friend class future;
+
+  template <class F>
+  struct detached_call {
+    template <class G>
+    detached_call(pool* p, G&& g) : owner(p), fn(std::forward<G>(g)) {}
+
+    pool* owner;
+    F fn;
+    void operator()() noexcept {
+      try {
+        fn();
+      } catch (...) {
+        owner->report_error(std::current_exception());
+      }
+    }
+  };
+
+  [[nodiscard]] bool sequential() const noexcept { return workers_.empty(); }
+  [[nodiscard]] bool on_own_worker() const noexcept { return detail::tls.owner == this; }
+
+  // Counts a new job; throws pool_closed if the pool is closing.
+  void enter();
+  // A counted job has finished.
+  void leave() noexcept {
+    // seq_cst: with the seq_cst increment of waiters_ and load of pending_ in
+    // block_until_idle() this forms a Dekker pair, so either the waiter sees
+    // zero or this thread sees the waiter and notifies it.
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        idle_waiters_.load(std::memory_order_seq_cst) != 0) {
+      notify_idle();
+    }
+  }
+
+  // Allocates a heap job, stores `C{args...}` in it, counts it and queues it.
+  template <class C, class... Args>
+  void post(Args&&... args);
+  template <class C>
+  static void run_posted(detail::job* base) noexcept;
+
+  detail::heap_job* allocate_job();
+  void free_job(detail::heap_job* j) noexcept {
+    detail::worker* self = detail::tls.self;
+    if (self != nullptr && j->home == &self->cache) {
+      self->cache.release_local(j);
+    } else {
+      j->home->release_remote(j);
+    }
+  }
+
+  // Makes a job visible to the workers (or to the waiters, sequentially).
+  void push(detail::job* j);
+  detail::job* find_work(detail::worker* self);
+  detail::job* find_elsewhere(detail::worker* self);
+  detail::job* steal_from_workers(detail::worker* self);
+  bool all_queues_empty() const noexcept;
+  void execute(detail::job* j) noexcept;
+
+  // Runs jobs on this thread until done() holds; the one loop under every
+  // wait. Nests at most detail::max_help_depth deep, then hands off.
+  template <class Done>
+  void help_until(Done& done);
+  template <class Body>
+  void hand_off(Body& body);
+
+  // Waits until done() holds the way the calling thread should
+  // (docs/waiting.md): running this pool's jobs if it is sequential, running
+  // its own pool's jobs if it is a worker, else calling block().
+  template <class Done, class Block>
+  void wait_for(Done& done, Block&& block);
+  // Spins for detail::block_spin_time; true as soon as done() holds.
+  template <class Done>
+  static bool spin_briefly(Done& done);
+  void await(const detail::latch& l);
+  void block_until_idle();
+  void notify_idle();
+  void report_error(std::exception_ptr error) noexcept;
+  void rethrow_pending_error();
+  void worker_main(detail::worker& w);
+  // Searches, then sleeps; returns a job, or nullptr when the pool stops.
+  detail::job* idle(detail::worker& w);
+
+  // Read-mostly after construction.
+  std::string name_;
+  std::function<void(std::exception_ptr)> on_error_;
+  std::vector<std::unique_ptr<detail::worker>> workers_;
+
+  detail::injector injector_;
+  detail::sleep_controller sleep_;
+
+  // Jobs counted by enter() and not yet finished. Any thread.
+  alignas(detail::cache_line) std::atomic<std::size_t> pending_{0};
+  // Set once by the destructor. Any thread reads.
+  std::atomic<bool> closing_{false};
+
+  // Threads blocked in block_until_idle(). Guarded for waiting by idle_mutex_.
+  alignas(detail::cache_line) std::atomic<std::size_t> idle_waiters_{0};
+  std::mutex idle_mutex_;
+  std::condition_variable idle_cv_;
+
+  // Heap jobs for threads that are not workers; external_mutex_ makes the
+  // lock holder the cache's owner.
+  alignas(detail::cache_line) std::mutex external_mutex_;
+  detail::job_cache external_cache_;
+
+  // Sequential mode's FIFO.
+  std::mutex sequential_mutex_;
+  std::deque<detail::job*> sequential_queue_;
+
+  // Exceptions of detached jobs not yet rethrown by wait().
+  std::mutex errors_mutex_;
+  std::deque<std::exception_ptr> errors_;
+
+  std::atomic<std::size_t> handoffs_{0};
+};
+
+// The pool join() uses outside any pool: created on first use with default
+// options, destroyed at exit.
+pool& default_pool();
+
+// ---------------------------------------------------------------------------
+
+template <class F>
+void pool::spawn(F&& f) {
+  post<detached_call<std::decay_t<F>>>(this, std::forward<F>(f));
+}
+
+template <class C, class... Args>
+void pool::post(Args&&... args) {
+  enter();
+  detail::heap_job* j = nullptr;
+  try {
+    j = allocate_job();
+    detail::construct_callable<C>(j, std::forward<Args>(args)...);
+  } catch (...) {
+    if (j != nullptr) free_job(j);
+    leave();
+    throw;
+  }
+  j->run = &run_posted<C>;
+  try {
+    push(j);
+  } catch (...) {
+    detail::destroy_callable<C>(j);
+    free_job(j);
+    leave();
+    throw;
+  }
+}
+
+template <class C>
+void pool::run_posted(detail::job* base) noexcept {
+  auto* j = static_cast<detail::heap_job*>(base);
+  C* c = detail::callable_of<C>(j);
+  pool* owner = c->owner;
+  (*c)();
+  detail::destroy_callable<C>(j);
+  owner->free_job(j);
+  owner->leave();  // last: the pool may be destroyed once pending_ is zero
+}
+
+template <class P>
+void pool::wait_until(P&& pred) {
+  auto done = [&pred] { return static_cast<bool>(pred()); };
+  pool* own = detail::tls.owner;
+  if (own != nullptr && own != this && !own->sequential()) {
+    own->help_until(done);
+  } else {
+    help_until(done);
+  }
+}
+
+template <class Done>
+void pool::help_until(Done& done) {
+  if (done()) return;
+  detail::context& ctx = detail::tls;
+  if (ctx.depth >= detail::max_help_depth) {
+    auto body = [this, &done] { help_until(done); };
+    hand_off(body);
+    return;
+  }
+  ++ctx.depth;
+  struct depth_guard {
+    detail::context& ctx;
+    ~depth_guard() { --ctx.depth; }
+  } guard{ctx};
+  detail::worker* self = ctx.owner == this ? ctx.self : nullptr;
+  detail::backoff backoff;
+  while (!done()) {
+    if (detail::job* j = find_work(self)) {
+      execute(j);
+      backoff.reset();
+    } else {
+      backoff.pause();
+    }
+  }
+}
+
+template <class Done, class Block>
+void pool::wait_for(Done& done, Block&& block) {
+  pool* own = detail::tls.owner;
+  if (sequential()) {
+    help_until(done);
+  } else if (own != nullptr && !own->sequential()) {
+    own->help_until(done);
+  } else {
+    block();
+  }
+}
+
+template <class Done>
+bool pool::spin_briefly(Done& done) {
+  const auto until = std::chrono::steady_clock::now() + detail::block_spin_time;
+  do {
+    if (done()) return true;
+    for (int i = 0; i < 32; ++i) detail::cpu_relax();
+  } while (std::chrono::steady_clock::now() < until);
+  return done();
+}
+
+template <class Body>
+void pool::hand_off(Body& body) {
+  const detail::context saved = detail::tls;
+  std::exception_ptr error;
+  std::thread helper([&] {
+    detail::tls = saved;
+    detail::tls.depth = 0;
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  helper.join();
+  handoffs_.fetch_add(1, std::memory_order_relaxed);
+  if (error) std::rethrow_exception(error);
+}
+
+// ---------------------------------------------------------------------------
+// future support, defined here because it needs the complete pool.
+
+namespace detail {
+
+template <class R, class F>
+struct future_job final : future_state<R> {
+  template <class G>
+  future_job(pool* owner, G&& g) : fn(std::forward<G>(g)) {
+    this->run = &run_job;
+    this->owner = owner;
+    this->destroy = &destroy_job;
+  }
+
+  static void run_job(job* base) noexcept {
+    auto* self = static_cast<future_job*>(base);
+    pool* owner = self->owner;
+    try {
+      if constexpr (std::is_void_v<R>) {
+        self->fn();
+        self->value.emplace();
+      } else {
+        self->value.emplace(self->fn());
+      }
+    } catch (...) {
+      self->error = std::current_exception();
+    }
+    // Once the latch is set the future may take the result and go away. If
+    // our release is the last one, the future was dropped unread: its
+    // exception then goes to the pool's error path.
+    self->done.set();
+    if (self->drop()) {
+      if (self->error) owner->report_error(self->error);
+      destroy_job(self);
+    }
+    owner->leave();  // last: the pool may be destroyed once pending_ is zero
+  }
+
+  static void destroy_job(future_state<R>* s) noexcept { delete static_cast<future_job*>(s); }
+
+  F fn;
+};
+
+}  // namespace detail
+
+template <class F>
+future<std::invoke_result_t<std::decay_t<F>&>> pool::submit(F&& f) {
+  using R = std::invoke_result_t<std::decay_t<F>&>;
+  using state = detail::future_job<R, std::decay_t<F>>;
+  enter();
+  state* s = nullptr;
+  try {
+    s = new state(this, std::forward<F>(f));
+    push(s);
+  } catch (...) {
+    delete s;
+    leave();
+    throw;
+  }
+  return future<R>(s);
+}
+
+template <class R>
+void future<R>::wait() const {
+  if (state_ == nullptr) {
+    throw usage_error(
+        "weft::future::wait/get: the future is empty (default-constructed, moved from, or its "
+        "get() was already called); keep the future returned by pool::submit and call get() once");
+  }
+  if (!state_->done.is_set()) state_->owner->await(state_->done);
+}
+
+}  // namespace weft

@@ -1,0 +1,10 @@
+// weft: one work-stealing scheduler for futures, fork-join, task graphs and
+// data-flow tasks. Including this header brings in the whole public API.
+#pragma once
+
+#include "errors.hpp"       // IWYU pragma: export
+#include "future.hpp"       // IWYU pragma: export
+#include "group.hpp"        // IWYU pragma: export
+#include "join.hpp"         // IWYU pragma: export
+#include "pool.hpp"         // IWYU pragma: export
+#include "this_worker.hpp"  // IWYU pragma: export

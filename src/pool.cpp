@@ -1,0 +1,391 @@
+#include "weft/pool.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <system_error>
+
+#include "weft/group.hpp"
+
+namespace weft {
+
+namespace {
+
+// Jobs a worker moves from the injector to its own deque per lock taken.
+constexpr std::size_t injector_batch = 31;
+
+void name_thread(const std::string& base, std::size_t index) {
+  // Linux limits thread names to 15 characters.
+  std::string name = base + "-" + std::to_string(index);
+  if (name.size() > 15) name.erase(0, name.size() - 15);
+  pthread_setname_np(pthread_self(), name.c_str());
+}
+
+std::uint64_t next_random(std::uint64_t& state) noexcept {
+  // xorshift64: cheap, and good enough to spread steal attempts.
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return state;
+}
+
+}  // namespace
+
+namespace detail {
+
+void report_unretrieved(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft: a future was destroyed without get() and its job threw: %s\n",
+                 e.what());
+  } catch (...) {
+    std::fprintf(stderr,
+                 "weft: a future was destroyed without get() and its job threw a non-standard "
+                 "exception\n");
+  }
+}
+
+}  // namespace detail
+
+pool::pool(pool_options options)
+    : name_(std::move(options.name)), on_error_(std::move(options.on_error)) {
+  workers_.reserve(options.threads);
+  for (std::size_t i = 0; i < options.threads; ++i) {
+    workers_.push_back(std::make_unique<detail::worker>(i));
+  }
+  // Every worker slot exists before any thread starts, so thieves can scan
+  // workers_ without synchronisation.
+  std::size_t started = 0;
+  try {
+    for (; started < workers_.size(); ++started) {
+      detail::worker& w = *workers_[started];
+      w.thread = std::thread([this, &w] { worker_main(w); });
+    }
+  } catch (...) {
+    sleep_.stop();
+    for (std::size_t i = 0; i < started; ++i) workers_[i]->thread.join();
+    throw;
+  }
+}
+
+pool::~pool() {
+  if (on_own_worker()) {
+    std::fputs(
+        "weft: a pool was destroyed by one of its own jobs, which can never finish; "
+        "destroy it from outside the pool\n",
+        stderr);
+    std::abort();
+  }
+  // seq_cst pairs with the seq_cst load in enter(): a submitter either sees
+  // the pool closing, or its increment of pending_ is seen by the wait below.
+  closing_.store(true, std::memory_order_seq_cst);
+  auto drained = [this] { return pending_.load(std::memory_order_seq_cst) == 0; };
+  wait_for(drained, [this] { block_until_idle(); });
+  sleep_.stop();
+  for (auto& w : workers_) w->thread.join();
+
+  std::lock_guard lock{errors_mutex_};
+  if (!errors_.empty()) {
+    std::string what = "a non-standard exception";
+    try {
+      std::rethrow_exception(errors_.front());
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    std::fprintf(stderr,
+                 "weft: pool '%s' was destroyed with %zu job exception(s) that no wait() "
+                 "rethrew; the first: %s\n",
+                 name_.c_str(), errors_.size(), what.c_str());
+  }
+}
+
+void pool::enter() {
+  // seq_cst: pairs with the destructor's seq_cst store of closing_ and load of
+  // pending_ (a Dekker pair: see ~pool).
+  pending_.fetch_add(1, std::memory_order_seq_cst);
+  if (closing_.load(std::memory_order_seq_cst) && !on_own_worker()) {
+    leave();
+    throw pool_closed("weft: pool '" + name_ +
+                      "' is being destroyed and takes no new jobs; submit before its "
+                      "destruction begins, or from one of its own jobs");
+  }
+}
+
+detail::heap_job* pool::allocate_job() {
+  detail::worker* self = detail::tls.self;
+  if (self != nullptr && on_own_worker()) return self->cache.allocate();
+  std::lock_guard lock{external_mutex_};
+  return external_cache_.allocate();
+}
+
+void pool::push(detail::job* j) {
+  if (sequential()) {
+    std::lock_guard lock{sequential_mutex_};
+    sequential_queue_.push_back(j);
+    return;
+  }
+  detail::worker* self = detail::tls.self;
+  if (self != nullptr && on_own_worker()) {
+    self->deque.push(j);
+  } else {
+    injector_.push(j);
+  }
+  sleep_.new_work();
+}
+
+detail::job* pool::find_work(detail::worker* self) {
+  if (self != nullptr) {
+    if (detail::job* j = self->deque.pop()) return j;
+  }
+  return find_elsewhere(self);
+}
+
+detail::job* pool::find_elsewhere(detail::worker* self) {
+  if (sequential()) {
+    std::lock_guard lock{sequential_mutex_};
+    if (sequential_queue_.empty()) return nullptr;
+    detail::job* j = sequential_queue_.front();
+    sequential_queue_.pop_front();
+    return j;
+  }
+  if (!injector_.empty()) {
+    if (self == nullptr) return injector_.pop();
+    self->batch.clear();
+    detail::job* j = injector_.pop(&self->batch, injector_batch);
+    if (!self->batch.empty()) {
+      // Newest first, so the owner pops the oldest first.
+      for (auto it = self->batch.rbegin(); it != self->batch.rend(); ++it) self->deque.push(*it);
+      sleep_.new_work();
+    }
+    if (j != nullptr) return j;
+  }
+  return steal_from_workers(self);
+}
+
+detail::job* pool::steal_from_workers(detail::worker* self) {
+  const std::size_t n = workers_.size();
+  static thread_local std::uint64_t outsider_rng = 0x2545F4914F6CDD1DULL;
+  const std::size_t start = next_random(self != nullptr ? self->rng : outsider_rng) % n;
+  for (std::size_t k = 0; k < n; ++k) {
+    detail::worker& victim = *workers_[(start + k) % n];
+    if (&victim == self) continue;
+    if (detail::job* j = victim.deque.steal()) return j;
+  }
+  return nullptr;
+}
+
+bool pool::all_queues_empty() const noexcept {
+  if (!injector_.empty()) return false;
+  return std::all_of(workers_.begin(), workers_.end(),
+                     [](const auto& w) { return w->deque.empty(); });
+}
+
+void pool::execute(detail::job* j) noexcept {
+  if (!sequential()) {
+    j->run(j);
+    return;
+  }
+  // A sequential pool's job runs on the waiting thread, which acts as the
+  // pool's only worker meanwhile (this_worker::index() is 0, join uses it).
+  detail::context& ctx = detail::tls;
+  const detail::context saved = ctx;
+  ctx.owner = this;
+  ctx.self = nullptr;
+  j->run(j);
+  ctx.owner = saved.owner;
+  ctx.self = saved.self;
+}
+
+void pool::await(const detail::latch& l) {
+  auto is_set = [&l] { return l.is_set(); };
+  wait_for(is_set, [&] {
+    // block() installs our parker in the latch; it does not change its value.
+    if (!spin_briefly(is_set)) const_cast<detail::latch&>(l).block();
+  });
+}
+
+void pool::block_until_idle() {
+  // Acquire pairs with the decrement in leave(): the jobs' effects are
+  // visible once the count is seen at zero.
+  auto drained = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (spin_briefly(drained)) return;
+  std::unique_lock lock{idle_mutex_};
+  // seq_cst: see leave().
+  idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  idle_cv_.wait(lock, [this] { return pending_.load(std::memory_order_seq_cst) == 0; });
+  idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void pool::notify_idle() {
+  // Taking the lock orders this notification against a waiter between its
+  // check of pending_ and its wait.
+  { std::lock_guard lock{idle_mutex_}; }
+  idle_cv_.notify_all();
+}
+
+void pool::report_error(std::exception_ptr error) noexcept {
+  if (on_error_) {
+    try {
+      on_error_(error);
+      return;
+    } catch (...) {
+      // A throwing handler must not lose the error: keep what it threw.
+      error = std::current_exception();
+    }
+  }
+  try {
+    std::lock_guard lock{errors_mutex_};
+    errors_.push_back(std::move(error));
+  } catch (...) {
+    std::fputs("weft: out of memory while storing a job's exception\n", stderr);
+  }
+}
+
+void pool::rethrow_pending_error() {
+  std::exception_ptr error;
+  {
+    std::lock_guard lock{errors_mutex_};
+    if (errors_.empty()) return;
+    error = std::move(errors_.front());
+    errors_.pop_front();
+  }
+  std::rethrow_exception(error);
+}
+
+void pool::wait() {
+  if (on_own_worker()) {
+    throw usage_error("weft::pool::wait() was called from a job of pool '" + name_ +
+                      "' and would wait for itself; wait on a future or a task_group there, "
+                      "or use wait_until()");
+  }
+  auto drained = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  wait_for(drained, [this] { block_until_idle(); });
+  rethrow_pending_error();
+}
+
+pool_stats pool::stats() const {
+  pool_stats s;
+  s.workers = workers_.size();
+  s.job_slots = external_cache_.capacity();
+  for (const auto& w : workers_) s.job_slots += w->cache.capacity();
+  s.handoffs = handoffs_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void pool::worker_main(detail::worker& w) {
+  detail::tls = detail::context{this, &w, 0};
+  name_thread(name_, w.index);
+  for (;;) {
+    detail::job* j = find_work(&w);
+    if (j == nullptr) j = idle(w);
+    if (j == nullptr) return;  // the pool is stopping
+    execute(j);
+  }
+}
+
+detail::job* pool::idle(detail::worker& w) {
+  sleep_.start_searching();
+  for (;;) {
+    // Search: the next job often arrives within microseconds (a submit/get
+    // ping-pong, the next round of a parallel loop).
+    const auto until = std::chrono::steady_clock::now() + detail::idle_spin_time;
+    do {
+      for (int i = 0; i < 64; ++i) detail::cpu_relax();
+      if (!all_queues_empty()) {
+        if (detail::job* j = find_work(&w)) {
+          // Producers that saw us searching woke nobody; if we were the last
+          // searcher and work is left, wake a sleeper for it.
+          if (sleep_.stop_searching() && !all_queues_empty()) sleep_.new_work();
+          return j;
+        }
+      }
+    } while (std::chrono::steady_clock::now() < until);
+    // Announce, look once more, then park (docs/sleep.md).
+    sleep_.prepare();
+    if (!all_queues_empty()) {
+      sleep_.cancel();
+      continue;
+    }
+    if (!sleep_.park()) return nullptr;
+  }
+}
+
+pool& default_pool() {
+  static pool instance{pool_options{.threads = available_parallelism(), .name = "weft-default"}};
+  return instance;
+}
+
+// ---------------------------------------------------------------------------
+// task_group
+
+task_group::~task_group() {
+  wait_idle();
+  std::lock_guard lock{error_mutex_};
+  if (error_) pool_.report_error(std::move(error_));
+}
+
+void task_group::fail(std::exception_ptr error) noexcept {
+  cancel();
+  std::lock_guard lock{error_mutex_};
+  if (!error_) error_ = std::move(error);
+}
+
+void task_group::finish() noexcept {
+  std::uint64_t s = state_.load(std::memory_order_relaxed);
+  std::uint64_t next = 0;
+  do {
+    // The last job clears the waiter bit with its decrement, so each bit set
+    // by wait_idle() earns exactly one unpark.
+    next = s - one_job == waiter_bit ? 0 : s - one_job;
+    // acq_rel: release publishes this job's writes to whoever sees the count
+    // reach zero (idle(), or wait_idle() after its park); acquire pairs with
+    // the release CAS in wait_idle() that set waiter_bit, so waiter_ is
+    // visible below.
+  } while (
+      !state_.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+  if (s == (one_job | waiter_bit)) {
+    // The blocked waiter returns only after this unpark, so the group is
+    // alive until waiter_ is read; the parker outlives the unpark.
+    waiter_->unpark();
+  }
+}
+
+void task_group::wait_idle() {
+  auto done = [this] { return idle(); };
+  pool_.wait_for(done, [&] {
+    if (pool::spin_briefly(done)) return;
+    detail::parker& self = detail::parker::current();
+    waiter_ = &self;
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    do {
+      if ((s & count_mask) == 0) return;
+      // Release pairs with the acq_rel CAS in finish(): the last job sees
+      // waiter_ once it sees the bit. Acquire (on failure too) pairs with
+      // finish()'s release when the count reached zero meanwhile.
+    } while (!state_.compare_exchange_weak(s, s | waiter_bit, std::memory_order_acq_rel,
+                                           std::memory_order_acquire));
+    // The bit is set: the last job will clear it and unpark us exactly once.
+    // Returning any earlier could free the group while that job still reads
+    // waiter_.
+    self.park();
+  });
+}
+
+void task_group::wait() {
+  wait_idle();
+  std::exception_ptr error;
+  {
+    std::lock_guard lock{error_mutex_};
+    error = std::exchange(error_, nullptr);
+  }
+  cancelled_.store(false, std::memory_order_relaxed);
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace weft

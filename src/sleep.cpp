@@ -1,0 +1,64 @@
+#include "weft/detail/sleep.hpp"
+
+#include <algorithm>
+
+namespace weft::detail {
+
+void sleep_controller::cancel() noexcept {
+  std::uint64_t s = state_.load(std::memory_order_relaxed);
+  std::uint64_t next = 0;
+  do {
+    const std::uint64_t left = sleepers(s) - 1;
+    const std::uint64_t toks = std::min(tokens(s), left);
+    next =
+        (s & ~(field_mask | (field_mask << field_bits))) + one_searcher + left + toks * one_token;
+    // Relaxed: cancelling publishes nothing; the worker goes on to look at
+    // queues it has just seen non-empty.
+  } while (!state_.compare_exchange_weak(s, next, std::memory_order_relaxed));
+}
+
+bool sleep_controller::park() {
+  std::unique_lock lock{mutex_};
+  for (;;) {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    while (tokens(s) > 0) {
+      // Acquire pairs with the release CAS in wake_one(); the producer's job
+      // itself is published by the deque or injector, which the woken worker
+      // reads with its own acquire operations.
+      if (state_.compare_exchange_weak(s, s - one_token - one_sleeper + one_searcher,
+                                       std::memory_order_acquire, std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    if (stopping_) {
+      state_.fetch_sub(one_sleeper, std::memory_order_relaxed);
+      return false;
+    }
+    cv_.wait(lock);
+  }
+}
+
+void sleep_controller::wake_one(std::uint64_t s) noexcept {
+  while (searchers(s) == 0 && sleepers(s) > tokens(s)) {
+    // Release pairs with the acquire CAS in park().
+    if (state_.compare_exchange_weak(s, s + one_token, std::memory_order_release,
+                                     std::memory_order_relaxed)) {
+      // Taking the lock orders this grant against a sleeper that checked for
+      // tokens under the lock and is about to wait: it either saw the token
+      // or is already waiting and gets the notification.
+      { std::lock_guard lock{mutex_}; }
+      cv_.notify_one();
+      return;
+    }
+  }
+}
+
+void sleep_controller::stop() {
+  {
+    std::lock_guard lock{mutex_};
+    stopping_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace weft::detail

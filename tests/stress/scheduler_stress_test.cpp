@@ -1,0 +1,172 @@
+// Many rounds of mixed work with random timing; any lost job, lost wake-up or
+// lost exception shows up as a wrong sum, a timeout or a missing throw.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+#include <weft/weft.hpp>
+
+#include "support/support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+class scheduler_stress : public ::testing::TestWithParam<std::size_t> {
+ protected:
+  [[nodiscard]] weft::pool_options options() const { return {.threads = GetParam()}; }
+};
+
+void random_pause(std::mt19937_64& rng) {
+  switch (rng() % 8) {
+    case 0:
+      std::this_thread::yield();
+      break;
+    case 1:
+      std::this_thread::sleep_for(std::chrono::microseconds{rng() % 20});
+      break;
+    default:
+      break;
+  }
+}
+
+// A random tree of joins, groups, submits and spawns; returns the sum of the
+// node ids below `id`, which is the same whatever the interleaving.
+std::uint64_t random_tree(weft::pool& pool, std::uint64_t id, int depth, std::uint64_t seed) {
+  std::mt19937_64 rng{seed ^ (id * 0x9E3779B97F4A7C15ULL)};
+  random_pause(rng);
+  if (depth == 0) return id;
+  const std::uint64_t left = id * 4 + 1;
+  const std::uint64_t right = id * 4 + 2;
+  switch (rng() % 4) {
+    case 0: {
+      auto [a, b] = weft::join([&] { return random_tree(pool, left, depth - 1, seed); },
+                               [&] { return random_tree(pool, right, depth - 1, seed); });
+      return id + a + b;
+    }
+    case 1: {
+      std::uint64_t a = 0;
+      std::uint64_t b = 0;
+      weft::task_group g{pool};
+      g.spawn([&] { a = random_tree(pool, left, depth - 1, seed); });
+      g.spawn([&] { b = random_tree(pool, right, depth - 1, seed); });
+      g.wait();
+      return id + a + b;
+    }
+    case 2: {
+      auto a = pool.submit([&] { return random_tree(pool, left, depth - 1, seed); });
+      const std::uint64_t b = random_tree(pool, right, depth - 1, seed);
+      return id + a.get() + b;
+    }
+    default: {
+      std::uint64_t a = 0;
+      std::atomic<bool> done{false};
+      pool.spawn([&] {
+        a = random_tree(pool, left, depth - 1, seed);
+        done.store(true, std::memory_order_release);
+      });
+      const std::uint64_t b = random_tree(pool, right, depth - 1, seed);
+      pool.wait_until([&] { return done.load(std::memory_order_acquire); });
+      return id + a + b;
+    }
+  }
+}
+
+std::uint64_t expected_tree(std::uint64_t id, int depth) {
+  if (depth == 0) return id;
+  return id + expected_tree(id * 4 + 1, depth - 1) + expected_tree(id * 4 + 2, depth - 1);
+}
+
+TEST_P(scheduler_stress, random_trees_of_every_front_end) {
+  weft::pool pool{options()};
+  const std::size_t rounds = weft::test::scaled(60, 6);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const std::uint64_t seed = 1000 + r;
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const int depth = 6 + static_cast<int>(r % 4);
+    ASSERT_EQ(pool.submit([&] { return random_tree(pool, 0, depth, seed); }).get(),
+              expected_tree(0, depth));
+  }
+}
+
+TEST_P(scheduler_stress, no_lost_wake_up_at_any_phase_of_idling) {
+  // Submit after a random idle time, so the workers are caught spinning,
+  // announcing sleep, re-checking or parked. A lost wake-up never finishes.
+  weft::pool pool{options()};
+  std::mt19937_64 rng{42};
+  const std::size_t rounds = weft::test::scaled(3000, 300);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    std::this_thread::sleep_for(std::chrono::microseconds{rng() % 300});
+    std::atomic<bool> ran{false};
+    pool.spawn([&] { ran.store(true, std::memory_order_release); });
+    if (GetParam() == 0) pool.wait();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!ran.load(std::memory_order_acquire)) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "lost wake-up in round " << r;
+      std::this_thread::yield();
+    }
+    pool.wait();
+  }
+}
+
+TEST_P(scheduler_stress, pools_come_and_go_under_concurrent_submitters) {
+  const std::size_t rounds = weft::test::scaled(100, 10);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    std::atomic<int> ran{0};
+    {
+      weft::pool pool{options()};
+      std::vector<std::thread> submitters;
+      for (int t = 0; t < 3; ++t) {
+        submitters.emplace_back([&] {
+          for (int i = 0; i < 200; ++i) pool.spawn([&] { ran.fetch_add(1); });
+        });
+      }
+      for (auto& s : submitters) s.join();
+    }  // the destructor drains everything
+    ASSERT_EQ(ran.load(), 600) << "round " << r;
+  }
+}
+
+TEST_P(scheduler_stress, exceptions_at_random_jobs_are_all_delivered) {
+  weft::pool pool{options()};
+  std::mt19937_64 rng{7};
+  const std::size_t rounds = weft::test::scaled(200, 20);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const int jobs = 50;
+    const int thrower = static_cast<int>(rng() % jobs);
+    std::atomic<int> completed{0};
+    weft::task_group g{pool};
+    for (int i = 0; i < jobs; ++i) {
+      g.spawn([&, i] {
+        if (i == thrower) throw std::runtime_error("job failed");
+        completed.fetch_add(1);
+      });
+    }
+    EXPECT_THROW(g.wait(), std::runtime_error) << "round " << r;
+    EXPECT_LT(completed.load(), jobs);
+    // Detached jobs: each failure is rethrown by exactly one wait().
+    const int failing = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < failing; ++i) pool.spawn([] { throw std::runtime_error("detached"); });
+    int caught = 0;
+    for (int i = 0; i < failing + 1; ++i) {
+      try {
+        pool.wait();
+      } catch (const std::runtime_error&) {
+        ++caught;
+      }
+    }
+    ASSERT_EQ(caught, failing) << "round " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(workers, scheduler_stress,
+                         ::testing::ValuesIn(weft::test::worker_counts()),
+                         [](const auto& info) { return weft::test::workers_name(info.param); });
+
+}  // namespace

@@ -1,0 +1,46 @@
+// Helpers shared by weft's tests.
+#pragma once
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace weft::test {
+
+// Multiplies iteration counts: 1 in release CI, smaller under sanitizers
+// (scripts/test.sh sets WEFT_STRESS_SCALE).
+inline double stress_scale() {
+  const char* s = std::getenv("WEFT_STRESS_SCALE");
+  if (s == nullptr) return 1.0;
+  const double v = std::strtod(s, nullptr);
+  return v > 0 ? v : 1.0;
+}
+
+inline std::size_t scaled(std::size_t n, std::size_t at_least = 1) {
+  const auto v = static_cast<std::size_t>(static_cast<double>(n) * stress_scale());
+  return v < at_least ? at_least : v;
+}
+
+// Worker counts every pool test runs with; 0 is sequential mode.
+inline const std::vector<std::size_t>& worker_counts() {
+  static const std::vector<std::size_t> counts{0, 1, 2, 4, 8};
+  return counts;
+}
+
+inline std::string workers_name(std::size_t n) { return "workers_" + std::to_string(n); }
+
+// CPU time (user + system) this process has used so far.
+inline std::chrono::microseconds process_cpu_time() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const auto us = [](const timeval& tv) {
+    return std::chrono::seconds{tv.tv_sec} + std::chrono::microseconds{tv.tv_usec};
+  };
+  return us(ru.ru_utime) + us(ru.ru_stime);
+}
+
+}  // namespace weft::test
