@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +17,9 @@ namespace weft {
 namespace {
 
 // Jobs a worker moves from the injector to its own deque per lock taken.
-constexpr std::size_t injector_batch = 31;
+constexpr std::size_t injector_batch = 127;
+// Jobs a worker takes from a lane per CAS (at most half the lane).
+constexpr std::size_t lane_batch = 32;
 
 void name_thread(const std::string& base, std::size_t index) {
   // Linux limits thread names to 15 characters.
@@ -52,8 +55,18 @@ void report_unretrieved(const std::exception_ptr& error) noexcept {
 
 }  // namespace detail
 
+namespace {
+
+std::uint64_t next_pool_id() noexcept {
+  static std::atomic<std::uint64_t> last{0};
+  // Relaxed: only uniqueness matters.
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+}  // namespace
+
 pool::pool(pool_options options)
-    : name_(std::move(options.name)), on_error_(std::move(options.on_error)) {
+    : id_(next_pool_id()), name_(std::move(options.name)), on_error_(std::move(options.on_error)) {
   workers_.reserve(options.threads);
   for (std::size_t i = 0; i < options.threads; ++i) {
     workers_.push_back(std::make_unique<detail::worker>(i));
@@ -120,6 +133,9 @@ void pool::enter() {
 detail::heap_job* pool::allocate_job() {
   detail::worker* self = detail::tls.self;
   if (self != nullptr && on_own_worker()) return self->cache.allocate();
+  if (!sequential()) {
+    if (detail::lane* l = my_lane()) return l->cache.allocate();
+  }
   std::lock_guard lock{external_mutex_};
   return external_cache_.allocate();
 }
@@ -133,6 +149,8 @@ void pool::push(detail::job* j) {
   detail::worker* self = detail::tls.self;
   if (self != nullptr && on_own_worker()) {
     self->deque.push(j);
+  } else if (detail::lane* l = my_lane()) {
+    l->queue.push(j);
   } else {
     injector_.push(j);
   }
@@ -154,18 +172,42 @@ detail::job* pool::find_elsewhere(detail::worker* self) {
     sequential_queue_.pop_front();
     return j;
   }
+  if (detail::job* j = take_from_lanes(self)) return j;
   if (!injector_.empty()) {
     if (self == nullptr) return injector_.pop();
     self->batch.clear();
     detail::job* j = injector_.pop(&self->batch, injector_batch);
-    if (!self->batch.empty()) {
-      // Newest first, so the owner pops the oldest first.
-      for (auto it = self->batch.rbegin(); it != self->batch.rend(); ++it) self->deque.push(*it);
-      sleep_.new_work();
-    }
+    keep_batch(*self);
     if (j != nullptr) return j;
   }
   return steal_from_workers(self);
+}
+
+void pool::keep_batch(detail::worker& self) {
+  if (self.batch.empty()) return;
+  // Newest first, so the owner pops the oldest first.
+  for (auto it = self.batch.rbegin(); it != self.batch.rend(); ++it) self.deque.push(*it);
+  sleep_.new_work();
+}
+
+detail::job* pool::take_from_lanes(detail::worker* self) {
+  const detail::lane_set& lanes = *lanes_;
+  const std::size_t n = lanes.size();
+  if (n == 0) return nullptr;
+  std::array<detail::job*, lane_batch> taken{};
+  const std::size_t start = self != nullptr ? next_random(self->rng) % n : 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    detail::lane& l = lanes[(start + k) % n];
+    if (l.queue.empty()) continue;
+    const std::size_t got = l.queue.take(taken.data(), self != nullptr ? lane_batch : 1);
+    if (got == 0) continue;
+    if (self != nullptr && got > 1) {
+      self->batch.assign(taken.begin() + 1, taken.begin() + static_cast<std::ptrdiff_t>(got));
+      keep_batch(*self);
+    }
+    return taken[0];
+  }
+  return nullptr;
 }
 
 detail::job* pool::steal_from_workers(detail::worker* self) {
@@ -182,6 +224,10 @@ detail::job* pool::steal_from_workers(detail::worker* self) {
 
 bool pool::all_queues_empty() const noexcept {
   if (!injector_.empty()) return false;
+  const detail::lane_set& lanes = *lanes_;
+  for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
+    if (!lanes[i].queue.empty()) return false;
+  }
   return std::all_of(workers_.begin(), workers_.end(),
                      [](const auto& w) { return w->deque.empty(); });
 }
@@ -273,6 +319,9 @@ pool_stats pool::stats() const {
   pool_stats s;
   s.workers = workers_.size();
   s.job_slots = external_cache_.capacity();
+  const detail::lane_set& lanes = *lanes_;
+  s.lanes = lanes.size();
+  for (std::size_t i = 0; i < s.lanes; ++i) s.job_slots += lanes[i].cache.capacity();
   for (const auto& w : workers_) s.job_slots += w->cache.capacity();
   s.handoffs = handoffs_.load(std::memory_order_relaxed);
   return s;
@@ -283,7 +332,10 @@ void pool::worker_main(detail::worker& w) {
   name_thread(name_, w.index);
   for (;;) {
     detail::job* j = find_work(&w);
-    if (j == nullptr) j = idle(w);
+    if (j == nullptr) {
+      flush(w);
+      j = idle(w);
+    }
     if (j == nullptr) return;  // the pool is stopping
     execute(j);
   }
@@ -296,7 +348,7 @@ detail::job* pool::idle(detail::worker& w) {
     // ping-pong, the next round of a parallel loop).
     const auto until = std::chrono::steady_clock::now() + detail::idle_spin_time;
     do {
-      for (int i = 0; i < 64; ++i) detail::cpu_relax();
+      for (int i = 0; i < detail::relax_per_poll; ++i) detail::cpu_relax();
       if (!all_queues_empty()) {
         if (detail::job* j = find_work(&w)) {
           // Producers that saw us searching woke nobody; if we were the last

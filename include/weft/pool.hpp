@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -21,6 +22,7 @@
 #include "detail/context.hpp"
 #include "detail/injector.hpp"
 #include "detail/job.hpp"
+#include "detail/lane.hpp"
 #include "detail/latch.hpp"
 #include "detail/sleep.hpp"
 #include "errors.hpp"
@@ -48,12 +50,15 @@ struct pool_stats {
   std::size_t workers = 0;    // worker threads (0 in sequential mode)
   std::size_t job_slots = 0;  // heap-job slots allocated so far, all threads together
   std::size_t handoffs = 0;   // waits that reached the help-depth limit (docs/waiting.md)
+  std::size_t lanes = 0;      // submission lanes made for outside threads so far
 };
 
 class task_group;
+class graph;
 
 namespace detail {
 struct join_access;
+class graph_core;
 template <class R, class F>
 struct future_job;
 }  // namespace detail
@@ -78,6 +83,11 @@ class pool {
   template <class F>
   [[nodiscard]] future<std::invoke_result_t<std::decay_t<F>&>> submit(F&& f);
 
+  // Starts a run of g (weft/graph.hpp); the future is ready when every task
+  // has finished or been skipped, and rethrows the run's first exception.
+  // Throws graph_error if g is still running, is moved from, or has a cycle.
+  future<void> run(graph& g);
+
   // Returns when every job submitted so far, and every job those spawned,
   // has finished; then rethrows the oldest exception a detached job left, if
   // any. Throws usage_error when called from one of this pool's own jobs (it
@@ -99,6 +109,7 @@ class pool {
  private:
   friend class task_group;
   friend struct detail::join_access;
+  friend class detail::graph_core;
   template <class R, class F>
   friend struct detail::future_job;
   template <class R>
@@ -121,19 +132,46 @@ class pool {
   };
 
   [[nodiscard]] bool sequential() const noexcept { return workers_.empty(); }
+
+  // The calling (outside) thread's lane into this pool, or nullptr when all
+  // lanes are taken and the injector has to serve.
+  detail::lane* my_lane() {
+    const detail::lane_cache_entry& cached = detail::tls_lane;
+    if (cached.pool_id == id_) return cached.bound;
+    return detail::thread_lane(id_, lanes_);
+  }
   [[nodiscard]] bool on_own_worker() const noexcept { return detail::tls.owner == this; }
 
   // Counts a new job; throws pool_closed if the pool is closing.
   void enter();
-  // A counted job has finished.
-  void leave() noexcept {
+  // n counted jobs have finished.
+  void leave(std::size_t n = 1) noexcept {
     // seq_cst: with the seq_cst increment of waiters_ and load of pending_ in
     // block_until_idle() this forms a Dekker pair, so either the waiter sees
     // zero or this thread sees the waiter and notifies it.
-    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+    if (pending_.fetch_sub(n, std::memory_order_seq_cst) == n &&
         idle_waiters_.load(std::memory_order_seq_cst) != 0) {
       notify_idle();
     }
+  }
+
+  // A counted job has finished on this thread. A worker of this pool only
+  // notes it, and subtracts its tally when it runs out of work (flush()):
+  // until then the job that runs on it, or pending work, keeps pending_
+  // above zero anyway, and one contended RMW per job is saved.
+  void job_finished() noexcept {
+    detail::worker* self = detail::tls.self;
+    if (self != nullptr && on_own_worker()) {
+      ++self->finished;
+    } else {
+      leave();
+    }
+  }
+
+  // Owner only: hands back what worker w has batched.
+  void flush(detail::worker& w) noexcept {
+    w.flush_remote();
+    if (w.finished != 0) leave(std::exchange(w.finished, 0));
   }
 
   // Allocates a heap job, stores `C{args...}` in it, counts it and queues it.
@@ -145,10 +183,12 @@ class pool {
   detail::heap_job* allocate_job();
   void free_job(detail::heap_job* j) noexcept {
     detail::worker* self = detail::tls.self;
-    if (self != nullptr && j->home == &self->cache) {
+    if (self == nullptr || !on_own_worker()) {
+      j->home->release_remote(j, j);
+    } else if (j->home == &self->cache) {
       self->cache.release_local(j);
     } else {
-      j->home->release_remote(j);
+      self->free_remote(j);
     }
   }
 
@@ -156,7 +196,10 @@ class pool {
   void push(detail::job* j);
   detail::job* find_work(detail::worker* self);
   detail::job* find_elsewhere(detail::worker* self);
+  detail::job* take_from_lanes(detail::worker* self);
   detail::job* steal_from_workers(detail::worker* self);
+  // Owner only: moves self.batch into self's deque, for others to steal.
+  void keep_batch(detail::worker& self);
   bool all_queues_empty() const noexcept;
   void execute(detail::job* j) noexcept;
 
@@ -185,10 +228,14 @@ class pool {
   detail::job* idle(detail::worker& w);
 
   // Read-mostly after construction.
+  const std::uint64_t id_;  // unique over the process's lifetime
   std::string name_;
   std::function<void(std::exception_ptr)> on_error_;
   std::vector<std::unique_ptr<detail::worker>> workers_;
 
+  // Outside threads submit through their lane (lock-free) or, when all lanes
+  // are taken, through the injector.
+  std::shared_ptr<detail::lane_set> lanes_ = std::make_shared<detail::lane_set>();
   detail::injector injector_;
   detail::sleep_controller sleep_;
 
@@ -260,7 +307,7 @@ void pool::run_posted(detail::job* base) noexcept {
   (*c)();
   detail::destroy_callable<C>(j);
   owner->free_job(j);
-  owner->leave();  // last: the pool may be destroyed once pending_ is zero
+  owner->job_finished();  // last: the pool may be destroyed once pending_ is zero
 }
 
 template <class P>
@@ -317,7 +364,7 @@ bool pool::spin_briefly(Done& done) {
   const auto until = std::chrono::steady_clock::now() + detail::block_spin_time;
   do {
     if (done()) return true;
-    for (int i = 0; i < 32; ++i) detail::cpu_relax();
+    for (int i = 0; i < detail::relax_per_poll; ++i) detail::cpu_relax();
   } while (std::chrono::steady_clock::now() < until);
   return done();
 }
@@ -375,7 +422,7 @@ struct future_job final : future_state<R> {
       if (self->error) owner->report_error(self->error);
       destroy_job(self);
     }
-    owner->leave();  // last: the pool may be destroyed once pending_ is zero
+    owner->job_finished();  // last: the pool may be destroyed once pending_ is zero
   }
 
   static void destroy_job(future_state<R>* s) noexcept { delete static_cast<future_job*>(s); }

@@ -387,3 +387,48 @@ INSTANTIATE_TEST_SUITE_P(workers, pool_test, ::testing::ValuesIn(weft::test::wor
                          [](const auto& info) { return weft::test::workers_name(info.param); });
 
 }  // namespace
+
+namespace {
+
+TEST(pool_lanes, a_lane_is_reused_once_its_thread_has_ended) {
+  weft::pool pool{{.threads = 2}};
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) {
+    std::thread([&] { pool.submit([&] { ran.fetch_add(1); }).get(); }).join();
+  }
+  EXPECT_EQ(ran.load(), 100);
+  EXPECT_EQ(pool.stats().lanes, 1U) << "each thread ended before the next began";
+}
+
+TEST(pool_lanes, more_outside_threads_than_lanes_fall_back_to_the_injector) {
+  weft::pool pool{{.threads = 2}};
+  constexpr int threads = 100;
+  const int per_thread = static_cast<int>(weft::test::scaled(2000, 100));
+  std::atomic<int> ran{0};
+  std::atomic<int> ready{0};
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < threads; ++t) {
+    submitters.emplace_back([&] {
+      // All threads are alive at once, so some find every lane taken.
+      ready.fetch_add(1);
+      while (ready.load() < threads) std::this_thread::yield();
+      for (int i = 0; i < per_thread; ++i) pool.spawn([&] { ran.fetch_add(1); });
+    });
+  }
+  for (auto& s : submitters) s.join();
+  pool.wait();
+  EXPECT_EQ(ran.load(), threads * per_thread);
+  EXPECT_LE(pool.stats().lanes, 64U);
+}
+
+TEST(pool_lanes, a_thread_may_outlive_the_pools_it_submitted_to) {
+  std::thread t{[] {
+    for (int round = 0; round < 20; ++round) {
+      weft::pool pool{{.threads = 1}};
+      EXPECT_EQ(pool.submit([round] { return round; }).get(), round);
+    }  // each pool ends while this thread still holds a binding to its lane
+  }};
+  t.join();  // the thread's bindings are released without touching freed pools
+}
+
+}  // namespace

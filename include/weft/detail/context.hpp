@@ -21,12 +21,42 @@ namespace weft::detail {
 struct alignas(cache_line) worker {
   explicit worker(std::size_t i) : index(i), rng(0x9E3779B97F4A7C15ULL * (i + 1)) {}
 
-  work_deque<job*> deque;   // owner pushes and pops, any thread steals
-  job_cache cache;          // owner allocates, any thread frees
-  std::vector<job*> batch;  // owner only: scratch for injector batches
-  const std::size_t index;  // position in the pool
-  std::uint64_t rng;        // owner only: victim selection
-  std::thread thread;       // written by the pool's constructor, joined by its destructor
+  // Owner only: frees a job that belongs to another thread's cache. Frees to
+  // the same cache are chained and handed over with one CAS per
+  // remote_batch jobs (or at flush_remote()), instead of one CAS per job.
+  void free_remote(heap_job* j) noexcept {
+    if (j->home != remote_home) {
+      flush_remote();
+      remote_home = j->home;
+    }
+    if (remote_head == nullptr) remote_tail = j;
+    j->next = remote_head;
+    remote_head = j;
+    if (++remote_count == remote_batch) flush_remote();
+  }
+
+  // Owner only.
+  void flush_remote() noexcept {
+    if (remote_head == nullptr) return;
+    remote_home->release_remote(remote_head, remote_tail);
+    remote_head = remote_tail = nullptr;
+    remote_count = 0;
+  }
+
+  static constexpr std::size_t remote_batch = 64;
+
+  work_deque<job*> deque;    // owner pushes and pops, any thread steals
+  job_cache cache;           // owner allocates, any thread frees
+  std::vector<job*> batch;   // owner only: scratch for injector batches
+  const std::size_t index;   // position in the pool
+  std::uint64_t rng;         // owner only: victim selection
+  std::size_t finished = 0;  // owner only: counted jobs finished, not yet taken off pending
+  // Owner only: jobs of remote_home waiting for flush_remote() to hand them back.
+  job_cache* remote_home = nullptr;
+  heap_job* remote_head = nullptr;
+  heap_job* remote_tail = nullptr;
+  std::size_t remote_count = 0;
+  std::thread thread;  // written by the pool's constructor, joined by its destructor
 };
 
 struct context {

@@ -72,14 +72,14 @@ class job_cache {
     free_ = j;
   }
 
-  // Any thread.
-  void release_remote(heap_job* j) noexcept {
+  // Any thread: gives back the chain first -> ... -> last (linked by next).
+  void release_remote(heap_job* first, heap_job* last) noexcept {
     heap_job* head = remote_.load(std::memory_order_relaxed);
     do {
-      j->next = head;
+      last->next = head;
       // Release pairs with the acquire exchange in refill(): the owner sees
-      // j->next and everything the job's last runner wrote into it.
-    } while (!remote_.compare_exchange_weak(head, j, std::memory_order_release,
+      // the links and everything the jobs' last runners wrote into them.
+    } while (!remote_.compare_exchange_weak(head, first, std::memory_order_release,
                                             std::memory_order_relaxed));
   }
 
@@ -104,12 +104,13 @@ inline void job_cache::refill() {
   // Acquire pairs with the release CAS in release_remote().
   free_ = remote_.exchange(nullptr, std::memory_order_acquire);
   if (free_ != nullptr) return;
-  // Chunks double from 32 up to 1024 jobs (64 KiB), so a small pool stays
+  // Chunks double from 32 up to 4096 jobs (256 KiB), so a small pool stays
   // small and a busy one allocates rarely.
   constexpr std::size_t first_chunk = 32;
-  constexpr std::size_t doublings = 5;  // 32 << 5 == 1024
+  constexpr std::size_t doublings = 7;  // 32 << 7 == 4096
   const std::size_t n = first_chunk << std::min(chunks_.size(), doublings);
-  auto chunk = std::make_unique<heap_job[]>(n);
+  // Default-initialised: the callable storage is not cleared for nothing.
+  auto chunk = std::make_unique_for_overwrite<heap_job[]>(n);
   for (std::size_t i = 0; i < n; ++i) {
     chunk[i].home = this;
     chunk[i].next = i + 1 < n ? &chunk[i + 1] : nullptr;

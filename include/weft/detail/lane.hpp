@@ -1,0 +1,167 @@
+// Lanes: how threads that are not workers hand jobs to a pool without a lock.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "config.hpp"
+#include "job.hpp"
+
+namespace weft::detail {
+
+// A FIFO with one producer (the thread the lane is bound to) and any number of
+// consumers, which take the oldest jobs in batches. It is the Chase-Lev deque
+// of deque.hpp without pop(): since the producer never takes, a consumer may
+// claim several slots [t, t+n) with one CAS on top, as long as t+n <= bottom.
+// See docs/deque.md for the orderings, which are the same as there.
+class lane_queue {
+ public:
+  lane_queue() : buffer_{new buffer{initial_capacity}} {}
+  ~lane_queue() { delete buffer_.load(std::memory_order_relaxed); }
+  lane_queue(const lane_queue&) = delete;
+  lane_queue& operator=(const lane_queue&) = delete;
+
+  // Producer only.
+  void push(job* item) {
+    // Relaxed: the producer is the only writer of bottom_ and buffer_.
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    buffer* buf = buffer_.load(std::memory_order_relaxed);
+    // Acquire pairs with the successful CAS in take(): the consumers' reads
+    // of slots below t happen before this push reuses them.
+    const std::int64_t t = top_.load(std::memory_order_acquire);
+    if (b - t >= buf->capacity()) buf = grow(buf, t, b);
+    // Relaxed: the store of bottom_ below publishes the slot.
+    buf->at(b).store(item, std::memory_order_relaxed);
+    // seq_cst: its release half pairs with the loads of bottom_ in take();
+    // its seq_cst half is the producer's side of the sleep protocol's Dekker
+    // pair with empty() (docs/sleep.md).
+    bottom_.store(b + 1, std::memory_order_seq_cst);
+  }
+
+  // Any thread. Takes up to `max` of the oldest jobs (at most half of what
+  // is there, rounded up) into out, oldest first; returns how many. 0 when
+  // empty; retries when another consumer won the race.
+  std::size_t take(job** out, std::size_t max) noexcept {
+    for (;;) {
+      // seq_cst, as in work_deque::steal(): ordered before the load of
+      // bottom_ below.
+      std::int64_t t = top_.load(std::memory_order_seq_cst);
+      // Acquire half pairs with the seq_cst store in push().
+      const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
+      if (t >= b) return 0;
+      const auto n = static_cast<std::int64_t>(
+          std::min<std::uint64_t>(max, static_cast<std::uint64_t>(b - t + 1) / 2));
+      // Acquire pairs with the release store in grow().
+      buffer* const buf = buffer_.load(std::memory_order_acquire);
+      for (std::int64_t i = 0; i < n; ++i) {
+        // Relaxed: the loads above made the values visible; a slot reused
+        // meanwhile means top_ moved past t and the CAS below fails.
+        out[i] = buf->at(t + i).load(std::memory_order_relaxed);
+      }
+      // seq_cst: orders the claim among the consumers' claims and loads; its
+      // release half pairs with the acquire load of top_ in push().
+      if (top_.compare_exchange_strong(t, t + n, std::memory_order_seq_cst,
+                                       std::memory_order_relaxed)) {
+        return static_cast<std::size_t>(n);
+      }
+    }
+  }
+
+  // Any thread; seq_cst loads for the sleep protocol (docs/sleep.md).
+  [[nodiscard]] bool empty() const noexcept {
+    const std::int64_t t = top_.load(std::memory_order_seq_cst);
+    const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
+    return b <= t;
+  }
+
+ private:
+  static constexpr std::int64_t initial_capacity = 256;
+
+  struct buffer {
+    explicit buffer(std::int64_t capacity)
+        : mask{capacity - 1},
+          slots{std::make_unique<std::atomic<job*>[]>(static_cast<std::size_t>(capacity))} {}
+    [[nodiscard]] std::int64_t capacity() const noexcept { return mask + 1; }
+    [[nodiscard]] std::atomic<job*>& at(std::int64_t i) const noexcept { return slots[i & mask]; }
+    const std::int64_t mask;
+    const std::unique_ptr<std::atomic<job*>[]> slots;
+    std::unique_ptr<buffer> retired_next;  // producer only
+  };
+
+  // Producer only. Consumers may still read the old buffer: it is retired,
+  // not freed, until the queue is destroyed.
+  buffer* grow(buffer* buf, std::int64_t t, std::int64_t b) {
+    auto bigger = std::make_unique<buffer>(buf->capacity() * 2);
+    for (std::int64_t i = t; i < b; ++i) {
+      // Relaxed: only the producer writes slots; the buffer is not published yet.
+      bigger->at(i).store(buf->at(i).load(std::memory_order_relaxed), std::memory_order_relaxed);
+    }
+    buf->retired_next = std::move(retired_);
+    retired_.reset(buf);
+    buffer* const published = bigger.release();
+    // Release pairs with the acquire load of buffer_ in take().
+    buffer_.store(published, std::memory_order_release);
+    return published;
+  }
+
+  // Consumers CAS it; the producer reads it.
+  alignas(cache_line) std::atomic<std::int64_t> top_{0};
+  // Written by the producer only; read by everyone.
+  alignas(cache_line) std::atomic<std::int64_t> bottom_{0};
+  std::atomic<buffer*> buffer_;
+  std::unique_ptr<buffer> retired_;  // producer only
+};
+
+// What one outside thread uses to submit to one pool: a queue and a job
+// cache, both owned by the thread the lane is bound to.
+struct lane {
+  lane_queue queue;
+  job_cache cache;
+  // Whether a thread is bound to the lane. Acquire/release pair the hand-over
+  // of the producer and cache-owner roles between successive threads.
+  std::atomic<bool> bound{false};
+};
+
+// A pool's lanes. Lanes are created on demand, up to max_lanes, and never
+// destroyed before the set; a lane is rebound when its thread ends. Shared
+// with the threads' bindings so that a thread ending after its pool does not
+// touch freed memory.
+class lane_set {
+ public:
+  static constexpr std::size_t max_lanes = 64;
+
+  // Binds a free lane to the calling thread; nullptr when all are taken.
+  lane* bind();
+
+  // Any thread: lanes [0, size()) exist.
+  [[nodiscard]] std::size_t size() const noexcept {
+    // Acquire pairs with the release store in bind(): the lane is built.
+    return count_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] lane& operator[](std::size_t i) const noexcept { return *lanes_[i]; }
+
+ private:
+  std::mutex mutex_;  // serialises creation
+  std::array<std::unique_ptr<lane>, max_lanes> lanes_;
+  std::atomic<std::size_t> count_{0};
+};
+
+// The calling thread's lane for the pool with this id, binding one on first
+// use; nullptr when the pool's lanes are all taken (then the injector serves).
+lane* thread_lane(std::uint64_t pool_id, const std::shared_ptr<lane_set>& lanes);
+
+// One-entry cache in front of thread_lane(); pool ids are never reused, so a
+// stale entry never matches a new pool.
+struct lane_cache_entry {
+  std::uint64_t pool_id = 0;
+  lane* bound = nullptr;
+};
+inline constinit thread_local lane_cache_entry tls_lane{};
+
+}  // namespace weft::detail
