@@ -94,10 +94,10 @@ pool::~pool() {
         stderr);
     std::abort();
   }
-  // seq_cst pairs with the seq_cst load in enter(): a submitter either sees
-  // the pool closing, or its increment of pending_ is seen by the wait below.
+  // seq_cst pairs with the seq_cst load in check_open(): a submitter either
+  // sees the pool closing, or its job is seen by quiescent() below.
   closing_.store(true, std::memory_order_seq_cst);
-  auto drained = [this] { return pending_.load(std::memory_order_seq_cst) == 0; };
+  auto drained = [this] { return quiescent(); };
   wait_for(drained, [this] { block_until_idle(); });
   sleep_.stop();
   for (auto& w : workers_) w->thread.join();
@@ -118,24 +118,74 @@ pool::~pool() {
   }
 }
 
-void pool::enter() {
-  // seq_cst: pairs with the destructor's seq_cst store of closing_ and load of
-  // pending_ (a Dekker pair: see ~pool).
-  pending_.fetch_add(1, std::memory_order_seq_cst);
-  if (closing_.load(std::memory_order_seq_cst) && !on_own_worker()) {
-    leave();
-    throw pool_closed("weft: pool '" + name_ +
-                      "' is being destroyed and takes no new jobs; submit before its "
-                      "destruction begins, or from one of its own jobs");
+detail::job_cache& pool::count_spawn() {
+  detail::worker* self = detail::tls.self;
+  if (self != nullptr && on_own_worker()) {
+    // Relaxed: the job that spawns is running and counted, so the pool is
+    // not idle before it finishes, and its finish (a seq_cst RMW after this)
+    // makes this store visible to quiescent() (docs/waiting.md). Own jobs
+    // may spawn while the pool closes.
+    std::atomic<std::uint64_t>& n = self->cache.spawned;
+    n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return self->cache;
   }
+  if (!sequential()) {
+    if (detail::lane* l = my_lane()) {
+      std::atomic<std::uint64_t>& n = l->cache.spawned;
+      // seq_cst: the lane's thread is the only writer; see check_open().
+      n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+      check_open(l->cache);
+      return l->cache;
+    }
+  }
+  return count_shared();
 }
 
-detail::heap_job* pool::allocate_job() {
-  detail::worker* self = detail::tls.self;
-  if (self != nullptr && on_own_worker()) return self->cache.allocate();
-  if (!sequential()) {
-    if (detail::lane* l = my_lane()) return l->cache.allocate();
+detail::job_cache& pool::count_shared() {
+  // seq_cst: see check_open().
+  external_cache_.spawned.fetch_add(1, std::memory_order_seq_cst);
+  check_open(external_cache_);
+  return external_cache_;
+}
+
+void pool::check_open(detail::job_cache& c) {
+  // seq_cst: the caller's seq_cst increment of a spawned count and this load
+  // pair with the destructor's seq_cst store of closing_ and its seq_cst
+  // loads in quiescent(): a submitter either sees the pool closing, or the
+  // destructor sees its job and waits for it.
+  if (!closing_.load(std::memory_order_seq_cst) || on_own_worker()) return;
+  count_finished(c, 1);
+  throw pool_closed("weft: pool '" + name_ +
+                    "' is being destroyed and takes no new jobs; submit before its "
+                    "destruction begins, or from one of its own jobs");
+}
+
+std::uint64_t pool::total(std::atomic<std::uint64_t> detail::job_cache::*count) const noexcept {
+  // seq_cst loads: the second half of the Dekker pairs in check_open() and
+  // wake_idle_waiters().
+  std::uint64_t sum = (external_cache_.*count).load(std::memory_order_seq_cst);
+  for (const auto& w : workers_) sum += (w->cache.*count).load(std::memory_order_seq_cst);
+  const detail::lane_set& lanes = *lanes_;
+  for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
+    sum += (lanes[i].cache.*count).load(std::memory_order_seq_cst);
   }
+  return sum;
+}
+
+bool pool::quiescent() const noexcept {
+  // Counts only grow, and a job's finish is counted after its spawn (and
+  // after the spawns of everything it spawned). If the spawned totals read
+  // before and after the finished total agree, nothing was spawned in
+  // between, and finished == spawned means every job counted so far has
+  // finished at the moment finished was read (docs/waiting.md).
+  const std::uint64_t spawned_before = total(&detail::job_cache::spawned);
+  const std::uint64_t finished = total(&detail::job_cache::finished);
+  const std::uint64_t spawned_after = total(&detail::job_cache::spawned);
+  return spawned_before == spawned_after && finished == spawned_after;
+}
+
+detail::heap_job* pool::allocate_job(detail::job_cache& from) {
+  if (&from != &external_cache_) return from.allocate();  // the caller owns it
   std::lock_guard lock{external_mutex_};
   return external_cache_.allocate();
 }
@@ -257,20 +307,20 @@ void pool::await(const detail::latch& l) {
 }
 
 void pool::block_until_idle() {
-  // Acquire pairs with the decrement in leave(): the jobs' effects are
-  // visible once the count is seen at zero.
-  auto drained = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  // quiescent()'s seq_cst loads also make the jobs' effects visible: they
+  // read the counts the jobs' runners increased after running them.
+  auto drained = [this] { return quiescent(); };
   if (spin_briefly(drained)) return;
   std::unique_lock lock{idle_mutex_};
-  // seq_cst: see leave().
+  // seq_cst: see wake_idle_waiters().
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  idle_cv_.wait(lock, [this] { return pending_.load(std::memory_order_seq_cst) == 0; });
+  idle_cv_.wait(lock, drained);
   idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void pool::notify_idle() {
   // Taking the lock orders this notification against a waiter between its
-  // check of pending_ and its wait.
+  // check of quiescent() and its wait.
   { std::lock_guard lock{idle_mutex_}; }
   idle_cv_.notify_all();
 }
@@ -310,7 +360,7 @@ void pool::wait() {
                       "' and would wait for itself; wait on a future or a task_group there, "
                       "or use wait_until()");
   }
-  auto drained = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  auto drained = [this] { return quiescent(); };
   wait_for(drained, [this] { block_until_idle(); });
   rethrow_pending_error();
 }
@@ -342,29 +392,36 @@ void pool::worker_main(detail::worker& w) {
 }
 
 detail::job* pool::idle(detail::worker& w) {
-  sleep_.start_searching();
+  // At most half the workers (at least one) spin at a time; see
+  // sleep_controller::try_start_searching().
+  const std::uint64_t max_searchers = std::max<std::size_t>(1, workers_.size() / 2);
+  bool searching = sleep_.try_start_searching(max_searchers);
   for (;;) {
-    // Search: the next job often arrives within microseconds (a submit/get
-    // ping-pong, the next round of a parallel loop).
-    const auto until = std::chrono::steady_clock::now() + detail::idle_spin_time;
-    do {
-      for (int i = 0; i < detail::relax_per_poll; ++i) detail::cpu_relax();
-      if (!all_queues_empty()) {
-        if (detail::job* j = find_work(&w)) {
-          // Producers that saw us searching woke nobody; if we were the last
-          // searcher and work is left, wake a sleeper for it.
-          if (sleep_.stop_searching() && !all_queues_empty()) sleep_.new_work();
-          return j;
+    if (searching) {
+      // Search: the next job often arrives within microseconds (a submit/get
+      // ping-pong, the next round of a parallel loop).
+      const auto until = std::chrono::steady_clock::now() + detail::idle_spin_time;
+      do {
+        for (int i = 0; i < detail::relax_per_poll; ++i) detail::cpu_relax();
+        if (!all_queues_empty()) {
+          if (detail::job* j = find_work(&w)) {
+            // Producers that saw us searching woke nobody; if we were the
+            // last searcher and work is left, wake a sleeper for it.
+            if (sleep_.stop_searching() && !all_queues_empty()) sleep_.new_work();
+            return j;
+          }
         }
-      }
-    } while (std::chrono::steady_clock::now() < until);
+      } while (std::chrono::steady_clock::now() < until);
+    }
     // Announce, look once more, then park (docs/sleep.md).
-    sleep_.prepare();
+    sleep_.prepare(searching);
     if (!all_queues_empty()) {
-      sleep_.cancel();
+      sleep_.cancel();  // sleeping -> searching
+      searching = true;
       continue;
     }
-    if (!sleep_.park()) return nullptr;
+    if (!sleep_.park()) return nullptr;  // woken: searching
+    searching = true;
   }
 }
 

@@ -40,6 +40,7 @@ struct future_state : job {
   std::atomic<int> refs{2};  // the job and the future
   latch done;                // set when value or error is final
   pool* owner = nullptr;
+  job_cache* counted = nullptr;  // the cache the job is counted against
   void (*destroy)(future_state*) noexcept = nullptr;
   std::optional<result_t<R>> value;
   std::exception_ptr error;

@@ -142,36 +142,70 @@ class pool {
   }
   [[nodiscard]] bool on_own_worker() const noexcept { return detail::tls.owner == this; }
 
-  // Counts a new job; throws pool_closed if the pool is closing.
-  void enter();
-  // n counted jobs have finished.
-  void leave(std::size_t n = 1) noexcept {
-    // seq_cst: with the seq_cst increment of waiters_ and load of pending_ in
-    // block_until_idle() this forms a Dekker pair, so either the waiter sees
-    // zero or this thread sees the waiter and notifies it.
-    if (pending_.fetch_sub(n, std::memory_order_seq_cst) == n &&
-        idle_waiters_.load(std::memory_order_seq_cst) != 0) {
-      notify_idle();
-    }
+  // Job accounting (docs/waiting.md, "When is a pool idle?"). Every job is
+  // counted against a job cache: the spawning worker's own, the spawning
+  // outside thread's lane's, or the pool's shared external_cache_. Counts
+  // only grow; the pool is idle when every count of spawned jobs is matched
+  // by finished ones.
+
+  // Counts one job spawned by the calling thread and returns the cache it
+  // is counted against (heap jobs are allocated from it too). Throws
+  // pool_closed if the pool is closing and the caller is not one of its jobs.
+  detail::job_cache& count_spawn();
+  // n jobs counted against c have finished (any thread).
+  void count_finished(detail::job_cache& c, std::uint64_t n) noexcept {
+    // seq_cst: see wake_idle_waiters().
+    c.finished.fetch_add(n, std::memory_order_seq_cst);
+    wake_idle_waiters();
+  }
+  // For work counted as a whole (a graph run): one job on the shared cache.
+  void enter() { (void)count_shared(); }
+  void leave() noexcept { count_finished(external_cache_, 1); }
+  detail::job_cache& count_shared();
+  // Throws pool_closed if the pool is closing and the caller is not one of
+  // its own jobs; the job counted against c is then counted finished.
+  void check_open(detail::job_cache& c);
+  // Whether every counted job has finished (a double collect: see .cpp).
+  [[nodiscard]] bool quiescent() const noexcept;
+  [[nodiscard]] std::uint64_t total(
+      std::atomic<std::uint64_t> detail::job_cache::*count) const noexcept;
+  void wake_idle_waiters() noexcept {
+    // seq_cst: the increment of a finished count before this and this load
+    // form a Dekker pair with block_until_idle()'s increment of
+    // idle_waiters_ and its quiescent() check, so either the waiter sees the
+    // jobs finished or this thread sees the waiter and notifies it.
+    if (idle_waiters_.load(std::memory_order_seq_cst) != 0) notify_idle();
   }
 
-  // A counted job has finished on this thread. A worker of this pool only
-  // notes it, and subtracts its tally when it runs out of work (flush()):
-  // until then the job that runs on it, or pending work, keeps pending_
-  // above zero anyway, and one contended RMW per job is saved.
-  void job_finished() noexcept {
+  // A heap job has run: free it and count it finished. A worker of this pool
+  // batches both and hands them over when it runs out of work (flush()).
+  void retire(detail::heap_job* j) noexcept {
     detail::worker* self = detail::tls.self;
     if (self != nullptr && on_own_worker()) {
-      ++self->finished;
-    } else {
-      leave();
+      if (j->home == &self->cache) {
+        self->cache.release_local(j);
+        ++self->finished;
+      } else {
+        self->free_remote(j);
+      }
+      return;
     }
+    detail::job_cache& home = *j->home;
+    home.release_remote(j, j);
+    count_finished(home, 1);
   }
 
-  // Owner only: hands back what worker w has batched.
+  // Owner only: hands over what worker w has batched. Called whenever the
+  // worker runs out of work; it wakes idle waiters even when nothing is left
+  // to hand over, since free_remote() may have counted jobs finished earlier
+  // without waking anybody.
   void flush(detail::worker& w) noexcept {
     w.flush_remote();
-    if (w.finished != 0) leave(std::exchange(w.finished, 0));
+    if (w.finished != 0) {
+      // seq_cst: see wake_idle_waiters().
+      w.cache.finished.fetch_add(std::exchange(w.finished, 0), std::memory_order_seq_cst);
+    }
+    wake_idle_waiters();
   }
 
   // Allocates a heap job, stores `C{args...}` in it, counts it and queues it.
@@ -180,16 +214,14 @@ class pool {
   template <class C>
   static void run_posted(detail::job* base) noexcept;
 
-  detail::heap_job* allocate_job();
-  void free_job(detail::heap_job* j) noexcept {
-    detail::worker* self = detail::tls.self;
-    if (self == nullptr || !on_own_worker()) {
-      j->home->release_remote(j, j);
-    } else if (j->home == &self->cache) {
-      self->cache.release_local(j);
-    } else {
-      self->free_remote(j);
-    }
+  // From the cache count_spawn() returned.
+  detail::heap_job* allocate_job(detail::job_cache& from);
+  // A heap job that never ran (its post failed): free it and count it
+  // finished, so the counts still match.
+  void discard(detail::heap_job* j) noexcept {
+    detail::job_cache& home = *j->home;
+    home.release_remote(j, j);
+    count_finished(home, 1);
   }
 
   // Makes a job visible to the workers (or to the waiters, sequentially).
@@ -239,10 +271,8 @@ class pool {
   detail::injector injector_;
   detail::sleep_controller sleep_;
 
-  // Jobs counted by enter() and not yet finished. Any thread.
-  alignas(detail::cache_line) std::atomic<std::size_t> pending_{0};
   // Set once by the destructor. Any thread reads.
-  std::atomic<bool> closing_{false};
+  alignas(detail::cache_line) std::atomic<bool> closing_{false};
 
   // Threads blocked in block_until_idle(). Guarded for waiting by idle_mutex_.
   alignas(detail::cache_line) std::atomic<std::size_t> idle_waiters_{0};
@@ -278,14 +308,18 @@ void pool::spawn(F&& f) {
 
 template <class C, class... Args>
 void pool::post(Args&&... args) {
-  enter();
+  detail::job_cache& origin = count_spawn();
   detail::heap_job* j = nullptr;
   try {
-    j = allocate_job();
+    j = allocate_job(origin);
+  } catch (...) {
+    count_finished(origin, 1);
+    throw;
+  }
+  try {
     detail::construct_callable<C>(j, std::forward<Args>(args)...);
   } catch (...) {
-    if (j != nullptr) free_job(j);
-    leave();
+    discard(j);
     throw;
   }
   j->run = &run_posted<C>;
@@ -293,8 +327,7 @@ void pool::post(Args&&... args) {
     push(j);
   } catch (...) {
     detail::destroy_callable<C>(j);
-    free_job(j);
-    leave();
+    discard(j);
     throw;
   }
 }
@@ -306,8 +339,7 @@ void pool::run_posted(detail::job* base) noexcept {
   pool* owner = c->owner;
   (*c)();
   detail::destroy_callable<C>(j);
-  owner->free_job(j);
-  owner->job_finished();  // last: the pool may be destroyed once pending_ is zero
+  owner->retire(j);  // last: the pool may be destroyed once the job counts as finished
 }
 
 template <class P>
@@ -404,6 +436,7 @@ struct future_job final : future_state<R> {
   static void run_job(job* base) noexcept {
     auto* self = static_cast<future_job*>(base);
     pool* owner = self->owner;
+    job_cache& counted = *self->counted;
     try {
       if constexpr (std::is_void_v<R>) {
         self->fn();
@@ -422,7 +455,8 @@ struct future_job final : future_state<R> {
       if (self->error) owner->report_error(self->error);
       destroy_job(self);
     }
-    owner->job_finished();  // last: the pool may be destroyed once pending_ is zero
+    // Last: the pool may be destroyed once the job counts as finished.
+    owner->count_finished(counted, 1);
   }
 
   static void destroy_job(future_state<R>* s) noexcept { delete static_cast<future_job*>(s); }
@@ -436,14 +470,15 @@ template <class F>
 future<std::invoke_result_t<std::decay_t<F>&>> pool::submit(F&& f) {
   using R = std::invoke_result_t<std::decay_t<F>&>;
   using state = detail::future_job<R, std::decay_t<F>>;
-  enter();
+  detail::job_cache& origin = count_spawn();
   state* s = nullptr;
   try {
     s = new state(this, std::forward<F>(f));
+    s->counted = &origin;
     push(s);
   } catch (...) {
     delete s;
-    leave();
+    count_finished(origin, 1);
     throw;
   }
   return future<R>(s);

@@ -29,7 +29,7 @@ inline constexpr int relax_per_poll = 8;
 // Long enough to catch the next job of a submit/get ping-pong without a
 // futex round trip (which costs tens of microseconds), short enough that an
 // idle worker burns well under a millisecond per idle period.
-inline constexpr std::chrono::microseconds idle_spin_time{50};
+inline constexpr std::chrono::microseconds idle_spin_time{100};
 
 // How long a thread that blocks on a latch (future::get from a non-worker
 // thread, an external join) spins before it parks.

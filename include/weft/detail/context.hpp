@@ -21,7 +21,8 @@ namespace weft::detail {
 struct alignas(cache_line) worker {
   explicit worker(std::size_t i) : index(i), rng(0x9E3779B97F4A7C15ULL * (i + 1)) {}
 
-  // Owner only: frees a job that belongs to another thread's cache. Frees to
+  // Owner only: frees (and counts finished) a job that belongs to another
+  // thread's cache. Frees to
   // the same cache are chained and handed over with one CAS per
   // remote_batch jobs (or at flush_remote()), instead of one CAS per job.
   void free_remote(heap_job* j) noexcept {
@@ -35,10 +36,13 @@ struct alignas(cache_line) worker {
     if (++remote_count == remote_batch) flush_remote();
   }
 
-  // Owner only.
+  // Owner only. The chained jobs have finished: count them too.
   void flush_remote() noexcept {
     if (remote_head == nullptr) return;
     remote_home->release_remote(remote_head, remote_tail);
+    // seq_cst: pairs with pool::quiescent()'s loads and, through the pool's
+    // idle_waiters_ check after flushing, with a blocked waiter (docs/waiting.md).
+    remote_home->finished.fetch_add(remote_count, std::memory_order_seq_cst);
     remote_head = remote_tail = nullptr;
     remote_count = 0;
   }
@@ -50,7 +54,7 @@ struct alignas(cache_line) worker {
   std::vector<job*> batch;   // owner only: scratch for injector batches
   const std::size_t index;   // position in the pool
   std::uint64_t rng;         // owner only: victim selection
-  std::size_t finished = 0;  // owner only: counted jobs finished, not yet taken off pending
+  std::size_t finished = 0;  // owner only: own jobs finished, not yet added to cache.finished
   // Owner only: jobs of remote_home waiting for flush_remote() to hand them back.
   job_cache* remote_home = nullptr;
   heap_job* remote_head = nullptr;

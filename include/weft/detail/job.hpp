@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -82,6 +83,14 @@ class job_cache {
     } while (!remote_.compare_exchange_weak(head, first, std::memory_order_release,
                                             std::memory_order_relaxed));
   }
+
+  // Jobs counted against this cache (pool::quiescent() reads them): spawned
+  // is written by the cache's owner with stores, or, for a pool's shared
+  // cache, by any thread with fetch_add; finished by any thread with
+  // fetch_add. Both only grow. A line of their own: the owner writes
+  // spawned on every spawn, other threads rarely touch either.
+  alignas(cache_line) std::atomic<std::uint64_t> spawned{0};
+  std::atomic<std::uint64_t> finished{0};
 
   // Any thread; how many job slots this cache has allocated so far.
   [[nodiscard]] std::size_t capacity() const noexcept {

@@ -20,11 +20,18 @@ namespace weft::detail {
 // one worker.
 class sleep_controller {
  public:
-  // Worker: starts searching.
-  void start_searching() noexcept {
-    // Relaxed: a producer that misses this searcher wakes a sleeper it did
-    // not need to; nothing is lost.
-    state_.fetch_add(one_searcher, std::memory_order_relaxed);
+  // Worker: starts searching unless `limit` workers already are; returns
+  // whether it did. Capping the searchers keeps idle spinning from taking
+  // the CPUs that producers and busy workers need (with 2 workers and an
+  // outside thread on 2 cores, two spinners would starve the third).
+  bool try_start_searching(std::uint64_t limit) noexcept {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    do {
+      if (searchers(s) >= limit) return false;
+      // Relaxed: a producer that misses this searcher wakes a sleeper it
+      // did not need to; nothing is lost.
+    } while (!state_.compare_exchange_weak(s, s + one_searcher, std::memory_order_relaxed));
+    return true;
   }
 
   // Worker: found a job while searching. If it was the last searcher and
@@ -36,13 +43,15 @@ class sleep_controller {
     return searchers(state_.fetch_sub(one_searcher, std::memory_order_seq_cst)) == 1;
   }
 
-  // Worker: searching -> sleeping (announced). seq_cst pairs with the
-  // seq_cst load in new_work(): the worker's re-check of the queues (seq_cst
-  // loads, after this) and the producer's push (a seq_cst store, before its
-  // load) form a Dekker pair, so either the worker sees the job or the
-  // producer sees the sleeper (and no searcher).
-  void prepare() noexcept {
-    state_.fetch_add(one_sleeper - one_searcher, std::memory_order_seq_cst);
+  // Worker: searching (or, if it did not search, idle) -> sleeping
+  // (announced). seq_cst pairs with the seq_cst load in new_work(): the
+  // worker's re-check of the queues (seq_cst loads, after this) and the
+  // producer's push (a seq_cst store, before its load) form a Dekker pair,
+  // so either the worker sees the job or the producer sees the sleeper (and
+  // no searcher).
+  void prepare(bool was_searching) noexcept {
+    state_.fetch_add(was_searching ? one_sleeper - one_searcher : one_sleeper,
+                     std::memory_order_seq_cst);
   }
 
   // Worker: found work after prepare(); sleeping -> searching. A token
