@@ -32,10 +32,14 @@ class lane_queue {
     // Relaxed: the producer is the only writer of bottom_ and buffer_.
     const std::int64_t b = bottom_.load(std::memory_order_relaxed);
     buffer* buf = buffer_.load(std::memory_order_relaxed);
-    // Acquire pairs with the successful CAS in take(): the consumers' reads
-    // of slots below t happen before this push reuses them.
-    const std::int64_t t = top_.load(std::memory_order_acquire);
-    if (b - t >= buf->capacity()) buf = grow(buf, t, b);
+    if (b - top_seen_ >= buf->capacity()) {
+      // Only when the ring looks full: top_ is on the consumers' line, and
+      // top_ only grows, so an old value is a safe lower bound until then.
+      // Acquire pairs with the successful CAS in take(): the consumers'
+      // reads of slots below top_seen_ happen before this push reuses them.
+      top_seen_ = top_.load(std::memory_order_acquire);
+      if (b - top_seen_ >= buf->capacity()) buf = grow(buf, top_seen_, b);
+    }
     // Relaxed: the store of bottom_ below publishes the slot.
     buf->at(b).store(item, std::memory_order_relaxed);
     // seq_cst: its release half pairs with the loads of bottom_ in take();
@@ -115,6 +119,7 @@ class lane_queue {
   // Written by the producer only; read by everyone.
   alignas(cache_line) std::atomic<std::int64_t> bottom_{0};
   std::atomic<buffer*> buffer_;
+  std::int64_t top_seen_ = 0;        // producer only: a value top_ had (a lower bound)
   std::unique_ptr<buffer> retired_;  // producer only
 };
 
