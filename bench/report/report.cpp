@@ -63,6 +63,11 @@ constexpr target targets[] = {
     {"round_trip/2048", "submit_get", "", 500.0, "<= 500 ns"},
     {"idle/1s", "pool", "", 1.0, "<= 1 ms cpu"},
     {"idle/200ms_job", "pool", "", 2.0, "<= 2 ms cpu"},
+    {"linear_chain/1048576", "graph", "tbb", 0.25, "<= 0.25x tbb"},
+    {"linear_chain/4194304", "graph", "tbb", 0.25, "<= 0.25x tbb"},
+    {"wide_fan/100000", "graph", "tbb", 0.4, "<= 0.4x tbb"},
+    {"matmul/512", "graph", "omp", 1.03, "<= 1.03x omp"},
+    {"matmul/1024", "graph", "omp", 1.03, "<= 1.03x omp"},
 };
 
 // Where a result belongs in the table: weft's rows first, then in the order

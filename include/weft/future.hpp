@@ -42,6 +42,9 @@ struct future_state : job {
   pool* owner = nullptr;
   job_cache* counted = nullptr;  // the cache the job is counted against
   void (*destroy)(future_state*) noexcept = nullptr;
+  // Set by work that can be stopped as a whole (a graph run): asks it to
+  // stop, and returns true if the request came before the work finished.
+  bool (*cancel)(future_state*) noexcept = nullptr;
   std::optional<result_t<R>> value;
   std::exception_ptr error;
 };
@@ -76,6 +79,15 @@ class future {
 
   // True once the job has finished (with a value or an exception).
   [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->done.is_set(); }
+
+  // Asks the work behind this future to stop. For a graph run, tasks that
+  // have not started are skipped and get() throws weft::run_cancelled.
+  // Returns true if the request came before the work finished; false for an
+  // empty future, a finished run, or a submitted job (which cannot be
+  // cancelled).
+  bool cancel() noexcept {
+    return state_ != nullptr && state_->cancel != nullptr && state_->cancel(state_);
+  }
 
   // Waits for the job to finish. Throws usage_error on an empty future.
   void wait() const;

@@ -4,6 +4,7 @@
 
 #include "errors.hpp"       // IWYU pragma: export
 #include "future.hpp"       // IWYU pragma: export
+#include "graph.hpp"        // IWYU pragma: export
 #include "group.hpp"        // IWYU pragma: export
 #include "join.hpp"         // IWYU pragma: export
 #include "pool.hpp"         // IWYU pragma: export

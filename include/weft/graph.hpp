@@ -1,0 +1,541 @@
+// weft::graph: task graphs built once and run many times on a pool.
+//
+// A graph owns its tasks; `emplace` adds one and returns a `weft::task`
+// handle, `precede`/`succeed` add edges, `pool.run(graph)` starts a run and
+// returns a `weft::future<void>`. Every task is a `detail::job` living in the
+// graph's own storage, so a run allocates nothing: the dependency counters
+// reset themselves as the tasks run. docs/graph.md describes the semantics
+// (conditional tasks, cancellation, exceptions, reruns) and the machinery.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "detail/job.hpp"
+#include "errors.hpp"
+#include "future.hpp"
+#include "pool.hpp"
+
+namespace weft {
+
+// Misuse of a graph: a cycle among normal edges (reported by pool::run, with
+// the tasks on it), running a graph whose previous run has not finished,
+// an edge between tasks of two graphs, changing a graph while it runs, using
+// an empty or moved-from graph or task handle, and, in builds without
+// NDEBUG, using a task handle after its graph was destroyed.
+class graph_error : public usage_error {
+ public:
+  using usage_error::usage_error;
+};
+
+// What a run's future rethrows when the run was cancelled (graph::cancel, or
+// the future's cancel) before it finished and no task threw.
+class run_cancelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class graph;
+class task;
+
+namespace detail {
+
+class graph_core;
+struct graph_node;
+
+// A task's successors: two inline slots (chains and trees need no more),
+// then a heap array that doubles. Only the graph's builder appends; runs
+// only read.
+class successor_list {
+ public:
+  successor_list() noexcept = default;
+  successor_list(const successor_list&) = delete;
+  successor_list& operator=(const successor_list&) = delete;
+  ~successor_list() {
+    if (on_heap()) delete[] data_;
+  }
+
+  void push_back(graph_node* n) {
+    if (size_ == capacity_) grow();
+    data_[size_++] = n;
+  }
+  [[nodiscard]] std::uint32_t size() const noexcept { return size_; }
+  [[nodiscard]] bool on_heap() const noexcept { return data_ != inline_; }
+  [[nodiscard]] graph_node* operator[](std::uint32_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] graph_node* const* begin() const noexcept { return data_; }
+  [[nodiscard]] graph_node* const* end() const noexcept { return data_ + size_; }
+
+ private:
+  void grow() {
+    const std::uint32_t cap = capacity_ * 2;
+    auto* bigger = new graph_node*[cap];
+    std::copy(data_, data_ + size_, bigger);
+    if (on_heap()) delete[] data_;
+    data_ = bigger;
+    capacity_ = cap;
+  }
+
+  static constexpr std::uint32_t inline_capacity = 2;
+  graph_node* inline_[inline_capacity] = {};
+  graph_node** data_ = inline_;
+  std::uint32_t size_ = 0;
+  std::uint32_t capacity_ = inline_capacity;
+};
+
+enum class node_kind : std::uint8_t { placeholder, work, condition, module };
+
+// No successor chosen by a condition task.
+inline constexpr std::size_t no_choice = static_cast<std::size_t>(-1);
+
+// One task: a job in the graph's stable storage. Fields written while the
+// graph is built are read-only during a run; `pending`, `skip` and `gate`
+// are the only ones a run writes.
+struct graph_node : job {
+  static constexpr std::size_t storage_size = 32;
+
+  // gate: whether the task may start. `open` until its first start,
+  // `started` after it, `cancelled` after task::cancel() until task::reset().
+  static constexpr std::uint8_t open = 0;
+  static constexpr std::uint8_t started = 1;
+  static constexpr std::uint8_t cancelled = 2;
+
+  graph_node(graph_core* g, node_kind k, std::uint32_t i) noexcept : owner(g), index(i), kind(k) {}
+  graph_node(const graph_node&) = delete;
+  graph_node& operator=(const graph_node&) = delete;
+  ~graph_node() {
+    if (destroy != nullptr) destroy(this);
+  }
+
+  // Takes the task's place in this run: false if it was cancelled.
+  bool claim() noexcept {
+    // Relaxed throughout: the gate is a flag on its own, and what cancel()
+    // reports follows from the gate's modification order alone.
+    std::uint8_t g = gate.load(std::memory_order_relaxed);
+    for (;;) {
+      if (g == cancelled) return false;
+      if (g == started) return true;
+      if (gate.compare_exchange_weak(g, started, std::memory_order_relaxed)) return true;
+    }
+  }
+
+  graph_core* const owner;
+  // The callable: returns the successor a condition task chose, no_choice
+  // otherwise. Null for placeholders.
+  std::size_t (*call)(graph_node*) = nullptr;
+  void (*destroy)(graph_node*) noexcept = nullptr;
+  alignas(void*) std::byte storage[storage_size];
+  successor_list successors;
+  // Predecessors left in this run; equal to `strong` between runs. Each
+  // predecessor's decrement is acq_rel (see graph_core::release_successors).
+  std::atomic<std::uint32_t> pending{0};
+  std::uint32_t strong = 0;  // normal predecessors
+  std::uint32_t weak = 0;    // conditional predecessors
+  const std::uint32_t index;
+  const node_kind kind;
+  std::atomic<std::uint8_t> gate{open};
+  // Set by a skipped predecessor before its decrement of `pending`: this
+  // task is skipped too in this run.
+  std::atomic<bool> skip{false};
+  // Position in graph_core::sources_ while the task has no predecessor.
+  std::uint32_t source_slot = no_slot;
+  static constexpr std::uint32_t no_slot = static_cast<std::uint32_t>(-1);
+  const std::string* name = nullptr;  // in graph_core::names_, or none
+};
+
+// Where graph_node callables live: inline when small enough, else boxed.
+template <class C>
+constexpr bool node_inline_v() noexcept {
+  constexpr bool small = sizeof(C) <= graph_node::storage_size;
+  constexpr bool aligned = alignof(C) <= alignof(void*);
+  return small && aligned;
+}
+template <class C>
+inline constexpr bool node_inline = node_inline_v<C>();
+
+template <class C>
+C& node_callable(graph_node* n) noexcept {
+  if constexpr (node_inline<C>) {
+    return *std::launder(reinterpret_cast<C*>(n->storage));
+  } else {
+    return **std::launder(reinterpret_cast<C**>(n->storage));
+  }
+}
+
+template <class C, class R>
+std::size_t call_node(graph_node* n) {
+  if constexpr (std::is_void_v<R>) {
+    node_callable<C>(n)();
+    return no_choice;
+  } else {
+    const R r = node_callable<C>(n)();
+    if constexpr (std::is_signed_v<R>) {
+      if (r < 0) return no_choice;
+    }
+    return static_cast<std::size_t>(r);
+  }
+}
+
+template <class C>
+void destroy_node_callable(graph_node* n) noexcept {
+  if constexpr (node_inline<C>) {
+    node_callable<C>(n).~C();
+  } else {
+    delete &node_callable<C>(n);
+  }
+}
+
+template <class C, class R, class F>
+void store_callable(graph_node* n, F&& f) {
+  if constexpr (node_inline<C>) {
+    ::new (static_cast<void*>(n->storage)) C(std::forward<F>(f));
+    if constexpr (!std::is_trivially_destructible_v<C>) n->destroy = &destroy_node_callable<C>;
+  } else {
+    ::new (static_cast<void*>(n->storage)) C*(new C(std::forward<F>(f)));
+    n->destroy = &destroy_node_callable<C>;
+  }
+  n->call = &call_node<C, R>;
+}
+
+// Task storage that never moves: chunks that double from 64 nodes up to
+// 65,536, each node constructed in place.
+class node_arena {
+ public:
+  node_arena() = default;
+  node_arena(const node_arena&) = delete;
+  node_arena& operator=(const node_arena&) = delete;
+  ~node_arena();
+
+  // Raw storage for one more node; construct it before the next call.
+  void* allocate() {
+    if (next_ == end_) grow(0);
+    return next_;
+  }
+  // The node at allocate()'s address is constructed: count it.
+  void commit() noexcept {
+    ++next_;
+    ++size_;
+  }
+  // Room for n more nodes without a further chunk.
+  void reserve(std::size_t n) {
+    if (static_cast<std::size_t>(end_ - next_) < n) grow(n);
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  // The nodes need no destructor call (nothing boxed, no successor array).
+  void skip_destructors() noexcept { destroy_nodes_ = false; }
+
+  template <class F>
+  void for_each(F&& f) const {
+    for (std::size_t i = 0; i < chunks_.size(); ++i) {
+      graph_node* const first = chunks_[i].first;
+      graph_node* const last = i + 1 == chunks_.size() ? next_ : first + chunks_[i].used;
+      for (graph_node* n = first; n != last; ++n) f(n);
+    }
+  }
+
+ private:
+  struct chunk {
+    graph_node* first;
+    std::size_t capacity;
+    std::size_t used;  // nodes constructed; kept up to date for all but the last chunk
+  };
+  void grow(std::size_t at_least);
+
+  std::vector<chunk> chunks_;
+  graph_node* next_ = nullptr;
+  graph_node* end_ = nullptr;
+  std::size_t size_ = 0;
+  bool destroy_nodes_ = true;
+};
+
+// The state a run shares with its future. One per graph, reused by the next
+// run once its future is gone, so a rerun allocates nothing.
+struct run_state final : future_state<void> {
+  // status bits: a cancel was requested; a task threw; the run finished.
+  static constexpr unsigned cancel_bit = 1;
+  static constexpr unsigned failed_bit = 2;
+  static constexpr unsigned finished_bit = 4;
+  static constexpr unsigned stop_mask = cancel_bit | failed_bit;
+
+  // Weights in `refs`: the future drops 1 (future_state::drop), and so does
+  // the graph; the run drops 2. So the count tells who is left: 3 means the
+  // graph and a run about to let go (its future is gone), 1 the graph alone.
+  static constexpr int graph_ref = 1;
+  static constexpr int future_ref = 1;
+  static constexpr int run_ref = 2;
+
+  // True if the request came before the run finished; the run's future then
+  // throws run_cancelled (unless a task threw first).
+  static bool request_cancel(future_state<void>* s) noexcept {
+    // acq_rel: ordered with finish_run()'s fetch_or in the status word's
+    // modification order, which decides whether the run saw the request.
+    const unsigned old =
+        static_cast<run_state*>(s)->status.fetch_or(cancel_bit, std::memory_order_acq_rel);
+    return (old & finished_bit) == 0;
+  }
+
+  std::atomic<unsigned> status{0};
+};
+
+// Registry of live graphs, consulted by task handles in builds without
+// NDEBUG to report a handle that outlived its graph.
+bool graph_alive(std::uint64_t serial) noexcept;
+
+// A graph's body. It stays at one address for the graph's life (graph moves
+// move the pointer), so task handles and nodes can point at it.
+class graph_core {
+ public:
+  graph_core();
+  graph_core(const graph_core&) = delete;
+  graph_core& operator=(const graph_core&) = delete;
+  ~graph_core();
+
+  template <class C, class R, class F>
+  graph_node* add_node(node_kind k, F&& f) {
+    check_idle("add a task to");
+    graph_node* n = make_node(k);
+    try {
+      store_callable<C, R>(n, std::forward<F>(f));
+      sources_.push_back(n);
+    } catch (...) {
+      n->~graph_node();
+      throw;
+    }
+    added(n);
+    return n;
+  }
+  graph_node* add_placeholder();
+  graph_node* add_module(graph& other);
+
+  void link(graph_node* from, graph_node* to);
+  void set_name(graph_node* n, std::string_view name);
+  void reserve(std::size_t n) { nodes_.reserve(n); }
+  [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
+  [[nodiscard]] bool running() const noexcept {
+    // Acquire pairs with the release store in finish_run(): once false,
+    // the finished run's effects are visible.
+    return running_.load(std::memory_order_acquire);
+  }
+  bool cancel() noexcept;
+  void dump(std::ostream& out) const;
+
+  // pool::run's half: validates, resets, and queues the sources.
+  run_state* start(pool& p);
+
+  const std::uint64_t serial;
+
+ private:
+  graph_node* make_node(node_kind k) {
+    void* slot = nodes_.allocate();
+    auto* n = ::new (slot) graph_node(this, k, static_cast<std::uint32_t>(nodes_.size()));
+    n->run = &run_node;
+    return n;
+  }
+  // Counts a node constructed by make_node and already listed in sources_.
+  void added(graph_node* n) noexcept {
+    n->source_slot = static_cast<std::uint32_t>(sources_.size() - 1);
+    if (n->destroy != nullptr) trivial_nodes_ = false;
+    if (n->kind == node_kind::condition) has_conditions_ = true;
+    nodes_.commit();
+    dirty_ = true;
+  }
+  void check_idle(const char* what) const;
+  void check_cycles();
+  [[noreturn]] void report_cycle(const std::vector<std::uint32_t>& remaining_in);
+  run_state* fresh_state();
+
+  static void run_node(job* j) noexcept;
+  graph_node* step(graph_node* n) noexcept;
+  graph_node* release_successors(graph_node* n, bool skip, std::size_t choice) noexcept;
+  void retire(std::size_t units) noexcept;
+  void finish_run() noexcept;
+  void fail(std::exception_ptr error) noexcept;
+  [[nodiscard]] bool stopping() const noexcept {
+    // Relaxed: a stop request only has to be seen eventually; tasks that
+    // start before they see it run normally.
+    return (current_->status.load(std::memory_order_relaxed) & run_state::stop_mask) != 0;
+  }
+
+  // Written by start() before the sources are pushed (the push publishes
+  // them), read by the run's tasks.
+  pool* pool_ = nullptr;
+  run_state* current_ = nullptr;
+
+  // Tasks of the current run that are queued or running; the thread that
+  // brings it to zero finishes the run.
+  alignas(cache_line) std::atomic<std::size_t> in_flight_{0};
+  // From start() until the run's result is written.
+  std::atomic<bool> running_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;  // first exception of the run, guarded by error_mutex_
+
+  // Builder side: only touched while no run is in flight.
+  alignas(cache_line) run_state* state_ = nullptr;  // the graph's reference
+  std::vector<graph_node*> sources_;                // tasks without predecessors, kept up to date
+  bool dirty_ = false;                              // changed since the last run
+  bool has_backward_ = false;  // a normal edge to an older task: a cycle is possible
+  bool has_conditions_ = false;
+  bool trivial_nodes_ = true;  // no node needs its destructor run
+  std::deque<std::string> names_;
+  node_arena nodes_;
+};
+
+}  // namespace detail
+
+// A handle to a task of a graph: two words, freely copyable, valid as long as
+// its graph (moving the graph keeps it valid). A default-constructed handle
+// is empty; using it throws graph_error.
+class task {
+ public:
+  task() noexcept = default;
+
+  // This task runs before each of `others` (normal edges; from a condition
+  // task, conditional edges, numbered in the order they are added).
+  template <std::same_as<task>... T>
+  task precede(const T&... others) const {
+    detail::graph_node& self = node();
+    (self.owner->link(&self, &others.node()), ...);
+    return *this;
+  }
+
+  // This task runs after each of `others`.
+  template <std::same_as<task>... T>
+  task succeed(const T&... others) const {
+    detail::graph_node& self = node();
+    (self.owner->link(&others.node(), &self), ...);
+    return *this;
+  }
+
+  // Names the task in dump() output and in cycle reports.
+  task name(std::string_view name) const {
+    detail::graph_node& n = node();
+    n.owner->set_name(&n, name);
+    return *this;
+  }
+  [[nodiscard]] std::string_view name() const {
+    const detail::graph_node& n = node();
+    return n.name != nullptr ? std::string_view{*n.name} : std::string_view{};
+  }
+
+  // Stops the task from running from now on, in this run and later ones,
+  // until reset(); its successors do not run either when it is skipped.
+  // Returns false if the task has already started (in this run or an
+  // earlier one since the last reset), so it has run or still runs once;
+  // true otherwise.
+  bool cancel() const {
+    // Relaxed: see graph_node::claim().
+    return node().gate.exchange(detail::graph_node::cancelled, std::memory_order_relaxed) !=
+           detail::graph_node::started;
+  }
+  // Undoes cancel(): the task runs again in the next run.
+  void reset() const { node().gate.store(detail::graph_node::open, std::memory_order_relaxed); }
+
+  [[nodiscard]] bool empty() const noexcept { return node_ == nullptr; }
+  [[nodiscard]] bool is_placeholder() const {
+    return node().kind == detail::node_kind::placeholder;
+  }
+  [[nodiscard]] bool is_condition() const { return node().kind == detail::node_kind::condition; }
+  [[nodiscard]] std::size_t successors() const { return node().successors.size(); }
+  [[nodiscard]] std::size_t predecessors() const {
+    const detail::graph_node& n = node();
+    return std::size_t{n.strong} + n.weak;
+  }
+
+  friend bool operator==(const task& a, const task& b) noexcept { return a.node_ == b.node_; }
+
+ private:
+  friend class graph;
+  task(detail::graph_node* n, std::uint64_t serial) noexcept : node_(n), serial_(serial) {}
+
+  [[nodiscard]] detail::graph_node& node() const {
+    if (node_ == nullptr) {
+      throw graph_error(
+          "weft::task: the handle is empty (default-constructed); use the task that "
+          "graph::emplace or graph::placeholder returned");
+    }
+#ifndef NDEBUG
+    if (!detail::graph_alive(serial_)) {
+      throw graph_error(
+          "weft::task: the handle outlived its graph; keep the graph alive as long as its "
+          "tasks are used");
+    }
+#endif
+    return *node_;
+  }
+
+  detail::graph_node* node_ = nullptr;
+  [[maybe_unused]] std::uint64_t serial_ = 0;  // checked without NDEBUG
+};
+
+// A set of tasks and the edges between them, run by pool::run as often as
+// needed, one run at a time. See docs/graph.md.
+class graph {
+ public:
+  graph();
+  ~graph();  // waits for a run in flight
+  graph(graph&& other) noexcept = default;
+  graph& operator=(graph&& other) noexcept;
+  graph(const graph&) = delete;
+  graph& operator=(const graph&) = delete;
+
+  // Adds a task running f(). If f returns an integral type (other than
+  // bool), the task is a condition task: it runs only its successor with
+  // that index (none if out of range or negative).
+  template <class F>
+  task emplace(F&& f) {
+    using C = std::decay_t<F>;
+    using R = std::invoke_result_t<C&>;
+    static_assert(std::is_void_v<R> || (std::is_integral_v<R> && !std::is_same_v<R, bool>),
+                  "weft::graph::emplace: a task returns void, or an integral successor index "
+                  "(a condition task)");
+    constexpr detail::node_kind k =
+        std::is_void_v<R> ? detail::node_kind::work : detail::node_kind::condition;
+    detail::graph_core& c = core("emplace a task into");
+    return task{c.add_node<C, R>(k, std::forward<F>(f)), c.serial};
+  }
+  // An empty task, to join task groups (a barrier between them).
+  task emplace() { return placeholder(); }
+  task placeholder();
+  // Adds `other` as one task (a module) that runs it to completion on the
+  // same pool. `other` must outlive this graph's runs and must not be run
+  // elsewhere meanwhile.
+  task compose(graph& other);
+
+  // Room for n more tasks in one block of storage.
+  void reserve(std::size_t n) { core("reserve").reserve(n); }
+  [[nodiscard]] std::size_t size() const noexcept { return core_ ? core_->size() : 0; }
+  [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+  // True from pool::run until the run's future is ready.
+  [[nodiscard]] bool running() const noexcept { return core_ && core_->running(); }
+  // Cancels the run in flight (as its future's cancel() would): tasks that
+  // have not started are skipped, and the future throws run_cancelled.
+  // False if no run was in flight.
+  bool cancel() noexcept { return core_ && core_->cancel(); }
+
+  // Writes the graph in GraphViz DOT: task names as labels, condition tasks
+  // as diamonds, conditional edges dashed and labelled with their index.
+  void dump(std::ostream& out) const;
+
+ private:
+  friend class pool;
+  friend class detail::graph_core;
+  detail::graph_core& core(const char* what) const;
+
+  std::unique_ptr<detail::graph_core> core_;
+};
+
+}  // namespace weft

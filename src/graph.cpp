@@ -1,0 +1,558 @@
+#include "weft/graph.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace weft {
+
+namespace detail {
+
+namespace {
+
+// Serials of the graphs alive now (every build registers them, so a debug
+// translation unit can ask a release library).
+struct graph_registry {
+  std::mutex mutex;
+  std::unordered_set<std::uint64_t> alive;
+  std::uint64_t next = 1;
+};
+
+graph_registry& registry() {
+  static graph_registry r;
+  return r;
+}
+
+std::uint64_t register_graph() {
+  graph_registry& r = registry();
+  std::lock_guard lock{r.mutex};
+  const std::uint64_t s = r.next++;
+  r.alive.insert(s);
+  return s;
+}
+
+void unregister_graph(std::uint64_t serial) noexcept {
+  graph_registry& r = registry();
+  std::lock_guard lock{r.mutex};
+  r.alive.erase(serial);
+}
+
+void destroy_state(future_state<void>* s) noexcept { delete static_cast<run_state*>(s); }
+
+// Lets go of the graph's reference to a run state it no longer uses.
+void release_state(run_state* s) noexcept {
+  if (s == nullptr || !s->drop()) return;
+  // Last owner: the run has finished and its future is gone. An error that
+  // nobody took can only be printed now.
+  if (s->error) report_unretrieved(s->error);
+  destroy_state(s);
+}
+
+std::string task_label(const graph_node* n) {
+  if (n->name != nullptr && !n->name->empty()) return *n->name;
+  std::string label(1, '#');
+  label += std::to_string(n->index);
+  return label;
+}
+
+void write_dot_string(std::ostream& out, std::string_view s) {
+  out << '"';
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out << '\\' << c;
+    } else if (c == '\n') {
+      out << "\\n";
+    } else {
+      out << c;
+    }
+  }
+  out << '"';
+}
+
+}  // namespace
+
+bool graph_alive(std::uint64_t serial) noexcept {
+  graph_registry& r = registry();
+  std::lock_guard lock{r.mutex};
+  return r.alive.count(serial) != 0;
+}
+
+// ---------------------------------------------------------------------------
+// node_arena
+
+node_arena::~node_arena() {
+  if (destroy_nodes_) for_each([](graph_node* n) { n->~graph_node(); });
+  for (const chunk& c : chunks_) std::free(c.first);  // NOLINT(cppcoreguidelines-no-malloc)
+}
+
+void node_arena::grow(std::size_t at_least) {
+  constexpr std::size_t first_chunk = 64;
+  constexpr std::size_t largest_chunk = 65536;
+  std::size_t n =
+      chunks_.empty() ? first_chunk : std::min(chunks_.back().capacity * 2, largest_chunk);
+  n = std::max(n, at_least);
+  chunks_.reserve(chunks_.size() + 1);
+  // Big chunks are aligned to, and asked to be backed by, 2 MiB pages: a
+  // graph of millions of tasks then costs a few hundred page faults instead
+  // of hundreds of thousands (where the kernel allows it).
+  constexpr std::size_t huge_page = std::size_t{2} << 20;
+  std::size_t bytes = n * sizeof(graph_node);
+  const std::size_t alignment = bytes >= huge_page ? huge_page : cache_line;
+  bytes = (bytes + alignment - 1) / alignment * alignment;
+  void* memory = std::aligned_alloc(alignment, bytes);  // NOLINT(cppcoreguidelines-no-malloc)
+  if (memory == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  if (alignment == huge_page) ::madvise(memory, bytes, MADV_HUGEPAGE);
+#endif
+  auto* first = static_cast<graph_node*>(memory);
+  if (!chunks_.empty()) {
+    chunks_.back().used = static_cast<std::size_t>(next_ - chunks_.back().first);
+  }
+  chunks_.push_back(chunk{first, n, 0});
+  next_ = first;
+  end_ = first + n;
+}
+
+// ---------------------------------------------------------------------------
+// graph_core: building
+
+graph_core::graph_core() : serial(register_graph()) {}
+
+graph_core::~graph_core() {
+  if (running()) {
+    // Destroying a graph with a run in flight: wait for the run, since its
+    // tasks live here. current_ stays valid: the graph holds a reference.
+    current_->owner->await(current_->done);
+  }
+  if (trivial_nodes_) nodes_.skip_destructors();
+  release_state(state_);
+  unregister_graph(serial);
+}
+
+void graph_core::check_idle(const char* what) const {
+  if (running()) {
+    throw graph_error(std::string("weft::graph: cannot ") + what +
+                      " a graph while it runs; wait for the run's future first");
+  }
+}
+
+graph_node* graph_core::add_placeholder() {
+  check_idle("add a task to");
+  graph_node* n = make_node(node_kind::placeholder);
+  try {
+    sources_.push_back(n);
+  } catch (...) {
+    n->~graph_node();
+    throw;
+  }
+  added(n);
+  return n;
+}
+
+graph_node* graph_core::add_module(graph& other) {
+  check_idle("add a task to");
+  if (other.core_.get() == this) {
+    throw graph_error("weft::graph::compose: a graph cannot contain itself");
+  }
+  if (!other.core_) {
+    throw graph_error("weft::graph::compose: the graph to compose is moved from");
+  }
+  graph* target = &other;
+  auto run_module = [target, this] { pool_->run(*target).get(); };
+  return add_node<decltype(run_module), void>(node_kind::module, std::move(run_module));
+}
+
+void graph_core::link(graph_node* from, graph_node* to) {
+  if (from->owner != to->owner) {
+    throw graph_error(
+        "weft::task::precede/succeed: the two tasks belong to different graphs; an edge can "
+        "only join tasks of one graph (compose one graph into the other instead)");
+  }
+  check_idle("add an edge to");
+  from->successors.push_back(to);  // first: the only step that can throw
+  if (from->successors.on_heap()) trivial_nodes_ = false;
+  if (to->strong == 0 && to->weak == 0) {
+    // No longer a source: swap the last source into its slot.
+    graph_node* last = sources_.back();
+    sources_[to->source_slot] = last;
+    last->source_slot = to->source_slot;
+    sources_.pop_back();
+    to->source_slot = graph_node::no_slot;
+  }
+  if (from->kind != node_kind::condition && from->index >= to->index) has_backward_ = true;
+  if (from->kind == node_kind::condition) {
+    ++to->weak;
+  } else {
+    ++to->strong;
+    // Relaxed: no run is in flight; the next run's start publishes it.
+    to->pending.store(to->strong, std::memory_order_relaxed);
+  }
+  dirty_ = true;
+}
+
+void graph_core::set_name(graph_node* n, std::string_view name) {
+  check_idle("rename a task of");
+  if (n->name == nullptr) {
+    n->name = &names_.emplace_back(name);
+  } else {
+    *const_cast<std::string*>(n->name) = name;
+  }
+}
+
+bool graph_core::cancel() noexcept {
+  if (!running()) return false;
+  return run_state::request_cancel(current_);
+}
+
+// ---------------------------------------------------------------------------
+// graph_core: checking before a run
+
+void graph_core::check_cycles() {
+  // Kahn's algorithm over the normal edges: whatever is left has a normal
+  // predecessor that is left too, so it is on a cycle or after one.
+  const std::size_t n = nodes_.size();
+  std::vector<std::uint32_t> remaining_in(n);
+  std::vector<graph_node*> ready;
+  nodes_.for_each([&](graph_node* node) {
+    remaining_in[node->index] = node->strong;
+    if (node->strong == 0) ready.push_back(node);
+  });
+  std::size_t ordered = 0;
+  while (!ready.empty()) {
+    graph_node* node = ready.back();
+    ready.pop_back();
+    ++ordered;
+    if (node->kind == node_kind::condition) continue;
+    for (graph_node* s : node->successors) {
+      if (--remaining_in[s->index] == 0) ready.push_back(s);
+    }
+  }
+  if (ordered != n) report_cycle(remaining_in);
+}
+
+void graph_core::report_cycle(const std::vector<std::uint32_t>& remaining_in) {
+  // Each task left over has a normal predecessor left over: walking from
+  // predecessor to predecessor must come back to a task already seen.
+  std::vector<graph_node*> pred(remaining_in.size(), nullptr);
+  graph_node* start = nullptr;
+  nodes_.for_each([&](graph_node* node) {
+    if (remaining_in[node->index] == 0 || node->kind == node_kind::condition) return;
+    for (graph_node* s : node->successors) {
+      if (remaining_in[s->index] != 0) pred[s->index] = node;
+    }
+  });
+  nodes_.for_each([&](graph_node* node) {
+    if (start == nullptr && remaining_in[node->index] != 0) start = node;
+  });
+  std::vector<std::size_t> seen_at(remaining_in.size(), static_cast<std::size_t>(-1));
+  std::vector<graph_node*> walk;
+  graph_node* at = start;
+  while (seen_at[at->index] == static_cast<std::size_t>(-1)) {
+    seen_at[at->index] = walk.size();
+    walk.push_back(at);
+    at = pred[at->index];
+  }
+  // walk[seen_at[at]..] is the cycle, backwards.
+  std::vector<graph_node*> cycle(walk.begin() + static_cast<std::ptrdiff_t>(seen_at[at->index]),
+                                 walk.end());
+  std::reverse(cycle.begin(), cycle.end());
+  // Start from the task added first, so the report does not depend on the walk.
+  std::rotate(cycle.begin(),
+              std::min_element(
+                  cycle.begin(), cycle.end(),
+                  [](const graph_node* x, const graph_node* y) { return x->index < y->index; }),
+              cycle.end());
+  std::string path;
+  for (const graph_node* node : cycle) path += task_label(node) + " -> ";
+  path += task_label(cycle.front());
+  throw graph_error("weft::graph: cycle among normal edges: " + path +
+                    "; remove an edge, or make the loop go through a condition task");
+}
+
+// ---------------------------------------------------------------------------
+// graph_core: running
+
+run_state* graph_core::fresh_state() {
+  run_state* s = state_;
+  if (s != nullptr) {
+    // Acquire pairs with the acq_rel drops of the previous run and of its
+    // future: once we are the only owner, their last accesses are done.
+    int refs = s->refs.load(std::memory_order_acquire);
+    // The previous run cleared running_ just before it let go of the state
+    // (run_state's reference counting): wait those few instructions.
+    while (refs >= run_state::run_ref + run_state::graph_ref) {
+      std::this_thread::yield();
+      refs = s->refs.load(std::memory_order_acquire);
+    }
+    if (refs == run_state::graph_ref) {
+      if (s->error) report_unretrieved(s->error);
+      std::destroy_at(s);
+      std::construct_at(s);
+    } else {
+      state_ = nullptr;
+      release_state(s);
+      s = nullptr;
+    }
+  }
+  if (s == nullptr) s = state_ = new run_state;
+  s->run = nullptr;  // the state is never queued: the graph's tasks are
+  s->destroy = &destroy_state;
+  s->cancel = &run_state::request_cancel;  // future<void>::cancel() reaches the run
+  // Relaxed: nobody else holds the state yet. start() adds the future's
+  // and the run's references once the run is sure to start.
+  s->refs.store(run_state::graph_ref, std::memory_order_relaxed);
+  return s;
+}
+
+run_state* graph_core::start(pool& p) {
+  // Acquire pairs with the release store in finish_run(): the previous
+  // run's tasks, including their counter resets, are visible.
+  if (running_.exchange(true, std::memory_order_acquire)) {
+    throw graph_error(
+        "weft::pool::run: the graph is still running; wait for its previous run's future "
+        "before running it again");
+  }
+  run_state* s = nullptr;
+  try {
+    // Without a normal edge to an older task, the order of creation is a
+    // topological order: no cycle is possible.
+    if (dirty_ && has_backward_) check_cycles();
+    dirty_ = false;
+    s = fresh_state();
+    p.enter();
+  } catch (...) {
+    // Release: as in finish_run().
+    running_.store(false, std::memory_order_release);
+    throw;
+  }
+  // Relaxed: the state is published with the future, and to the tasks by the
+  // pushes of the sources.
+  s->refs.store(run_state::graph_ref + run_state::future_ref + run_state::run_ref,
+                std::memory_order_relaxed);
+  s->owner = &p;
+  pool_ = &p;
+  current_ = s;
+  error_ = nullptr;
+  if (has_conditions_) {
+    // A condition leaves the branches it did not take with partly counted
+    // predecessors: start every task afresh.
+    nodes_.for_each([](graph_node* n) {
+      // Relaxed: published by the pushes below.
+      n->pending.store(n->strong, std::memory_order_relaxed);
+      n->skip.store(false, std::memory_order_relaxed);
+    });
+  }
+  if (sources_.empty()) {
+    in_flight_.store(1, std::memory_order_relaxed);
+    retire(1);
+    return s;
+  }
+  // Relaxed: each push publishes it to the task it queues.
+  in_flight_.store(sources_.size(), std::memory_order_relaxed);
+  for (graph_node* n : sources_) p.push(n);
+  return s;
+}
+
+void graph_core::run_node(job* j) noexcept {
+  auto* n = static_cast<graph_node*>(j);
+  graph_core& g = *n->owner;
+  // One ready successor runs next on this thread; the loop keeps the stack
+  // flat however long the chain.
+  do {
+    n = g.step(n);
+  } while (n != nullptr);
+}
+
+graph_node* graph_core::step(graph_node* n) noexcept {
+  // Ready: no predecessor touches the counter again in this run, so it can
+  // be set up for the next one now. Relaxed: published to the next run by
+  // finish_run()'s release and start()'s acquire.
+  n->pending.store(n->strong, std::memory_order_relaxed);
+  // Relaxed: the predecessor's store is ordered before its acq_rel decrement
+  // of pending, which our reading of the count as ready synchronises with.
+  bool skip = n->skip.load(std::memory_order_relaxed);
+  if (skip) n->skip.store(false, std::memory_order_relaxed);
+  skip = skip || stopping() || !n->claim();
+  std::size_t choice = no_choice;
+  if (!skip && n->call != nullptr) {
+    try {
+      choice = n->call(n);
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  }
+  return release_successors(n, skip, choice);
+}
+
+// The hand-off: counts this task off each successor, runs the first one that
+// became ready next on this thread and pushes the others for stealing. Every
+// task that is queued or running holds one unit of in_flight_; this one's
+// unit passes to the successor that runs next, and extra units are taken
+// before any other successor is pushed, so the count cannot reach zero early.
+graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t choice) noexcept {
+  const std::uint32_t k = n->successors.size();
+  if (n->kind == node_kind::condition) {
+    if (choice < k) return n->successors[static_cast<std::uint32_t>(choice)];
+    retire(1);
+    return nullptr;
+  }
+  if (k == 0) {
+    retire(1);
+    return nullptr;
+  }
+  // Relaxed: we hold a unit, so the count stays above zero meanwhile; the
+  // units are handed over with the pushes.
+  if (k > 1) in_flight_.fetch_add(k - 1, std::memory_order_relaxed);
+  std::size_t units = k;
+  graph_node* next = nullptr;
+  for (graph_node* s : n->successors) {
+    if (skip) s->skip.store(true, std::memory_order_relaxed);
+    // acq_rel: release publishes this task's effects (and the skip flag) to
+    // the successor; acquire, on the decrement that makes it ready, sees
+    // every other predecessor's.
+    if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      --units;
+      if (next == nullptr) {
+        next = s;
+      } else {
+        pool_->push(s);
+      }
+    }
+  }
+  if (units != 0) retire(units);
+  return next;
+}
+
+void graph_core::retire(std::size_t units) noexcept {
+  // acq_rel: release hands this thread's work to the finisher; the finisher's
+  // acquire sees every task of the run.
+  if (in_flight_.fetch_sub(units, std::memory_order_acq_rel) == units) finish_run();
+}
+
+void graph_core::fail(std::exception_ptr error) noexcept {
+  // Relaxed: tasks see the stop eventually (stopping()); the error itself is
+  // under the mutex.
+  current_->status.fetch_or(run_state::failed_bit, std::memory_order_relaxed);
+  std::lock_guard lock{error_mutex_};
+  if (!error_) error_ = std::move(error);
+}
+
+void graph_core::finish_run() noexcept {
+  run_state* s = current_;
+  pool* p = pool_;
+  // acq_rel: see run_state::request_cancel().
+  const unsigned status = s->status.fetch_or(run_state::finished_bit, std::memory_order_acq_rel);
+  if (error_) {
+    s->error = std::exchange(error_, nullptr);
+  } else if ((status & run_state::cancel_bit) != 0) {
+    try {
+      throw run_cancelled("weft::graph: the run was cancelled before it finished");
+    } catch (...) {
+      s->error = std::current_exception();
+    }
+  } else {
+    s->value.emplace();
+  }
+  // Acquire pairs with the future's acq_rel drop(): with only the graph's
+  // and the run's references left, the future is gone and nobody else would
+  // ever see this error.
+  if (s->error &&
+      s->refs.load(std::memory_order_acquire) == run_state::graph_ref + run_state::run_ref) {
+    p->report_error(std::exchange(s->error, nullptr));
+  }
+  // Release pairs with the acquire in start(), running() and the
+  // destructor: from here on the graph may be run again or destroyed, so
+  // nothing below touches it.
+  running_.store(false, std::memory_order_release);
+  s->done.set();
+  // acq_rel: as in future_state::drop(); the last owner destroys the state.
+  if (s->refs.fetch_sub(run_state::run_ref, std::memory_order_acq_rel) == run_state::run_ref) {
+    if (s->error) report_unretrieved(s->error);
+    destroy_state(s);
+  }
+  p->leave();  // last: the pool may be destroyed once its count is zero
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// graph, task, pool::run
+
+graph::graph() : core_(std::make_unique<detail::graph_core>()) {}
+
+graph::~graph() = default;
+
+graph& graph::operator=(graph&& other) noexcept {
+  if (this != &other) core_ = std::move(other.core_);
+  return *this;
+}
+
+detail::graph_core& graph::core(const char* what) const {
+  if (!core_) {
+    throw graph_error(std::string("weft::graph: cannot ") + what +
+                      " a moved-from graph; use the graph it was moved to");
+  }
+  return *core_;
+}
+
+task graph::placeholder() {
+  detail::graph_core& c = core("add a task to");
+  return task{c.add_placeholder(), c.serial};
+}
+
+task graph::compose(graph& other) {
+  detail::graph_core& c = core("compose into");
+  return task{c.add_module(other), c.serial};
+}
+
+void graph::dump(std::ostream& out) const { core("dump").dump(out); }
+
+void detail::graph_core::dump(std::ostream& out) const {
+  out << "digraph weft {\n";
+  nodes_.for_each([&](const graph_node* n) {
+    out << "  t" << n->index << " [label=";
+    write_dot_string(out, task_label(n));
+    switch (n->kind) {
+      case node_kind::condition:
+        out << ", shape=diamond";
+        break;
+      case node_kind::placeholder:
+        out << ", shape=box, style=dashed";
+        break;
+      case node_kind::module:
+        out << ", shape=box, peripheries=2";
+        break;
+      case node_kind::work:
+        break;
+    }
+    out << "];\n";
+  });
+  nodes_.for_each([&](const graph_node* n) {
+    std::uint32_t i = 0;
+    for (const graph_node* s : n->successors) {
+      out << "  t" << n->index << " -> t" << s->index;
+      if (n->kind == node_kind::condition) out << " [style=dashed, label=\"" << i << "\"]";
+      out << ";\n";
+      ++i;
+    }
+  });
+  out << "}\n";
+}
+
+future<void> pool::run(graph& g) {
+  detail::graph_core& c = g.core("run");
+  return future<void>(c.start(*this));
+}
+
+}  // namespace weft

@@ -1,0 +1,304 @@
+// weft::graph under load: random DAGs checked against a sequential run,
+// thousands of reruns, cancellation racing with execution, exceptions at
+// random tasks. Iteration counts scale with WEFT_STRESS_SCALE.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+#include <weft/weft.hpp>
+
+#include "support/support.hpp"
+
+// Counts heap allocations program-wide (all threads) while `counting` is
+// set, to check that a graph run allocates nothing. Replacing the global
+// operator new affects this whole test executable; it only counts and
+// forwards to malloc. Not under the sanitizers, which bring
+// their own allocator.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define WEFT_GRAPH_TEST_COUNTS_ALLOCATIONS 1
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<std::size_t> allocations{0};
+void* counted_alloc(std::size_t n, std::size_t alignment) {
+  if (counting.load(std::memory_order_relaxed)) {
+    allocations.fetch_add(1, std::memory_order_relaxed);
+  }
+  void* p = alignment <= alignof(std::max_align_t)
+                ? std::malloc(n == 0 ? 1 : n)
+                : std::aligned_alloc(alignment, (n + alignment - 1) / alignment * alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+// GCC pairs the free() below with the new-expressions it inlines this into and
+// warns; new and delete are replaced together here, so they do match.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t n) { return counted_alloc(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+#endif
+
+namespace {
+
+class graph_stress : public ::testing::TestWithParam<std::size_t> {
+ protected:
+  [[nodiscard]] weft::pool_options options() const { return {.threads = GetParam()}; }
+};
+
+std::uint64_t mix(std::uint64_t x) noexcept {
+  // splitmix64's finaliser.
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// A random DAG: task i's predecessors come before it in a hidden order
+// (`order`), which differs from the order tasks are added to the graph.
+struct random_dag {
+  std::size_t size = 0;
+  std::vector<std::vector<std::size_t>> preds;  // by task id, in edge order
+  std::vector<std::size_t> order;               // a topological order of ids
+  std::vector<bool> placeholder;
+
+  random_dag(std::mt19937_64& rng, std::size_t n) : size(n), preds(n), placeholder(n) {
+    order.resize(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::shuffle(order.begin(), order.end(), rng);
+    const std::size_t max_preds = 1 + rng() % 6;
+    for (std::size_t pos = 1; pos < n; ++pos) {
+      const std::size_t id = order[pos];
+      const std::size_t k = rng() % (max_preds + 1);
+      for (std::size_t e = 0; e < k; ++e) {
+        // Mostly recent tasks (long chains), sometimes any earlier one.
+        const std::size_t window = rng() % 4 == 0 ? pos : std::min<std::size_t>(pos, 16);
+        preds[id].push_back(order[pos - 1 - rng() % window]);
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) placeholder[i] = rng() % 20 == 0;
+  }
+
+  [[nodiscard]] std::uint64_t value_of(std::size_t id, const std::vector<std::uint64_t>& v) const {
+    std::uint64_t h = mix(id);
+    for (const std::size_t p : preds[id]) h = mix(h ^ v[p]);
+    return h;
+  }
+
+  [[nodiscard]] std::vector<std::uint64_t> sequential() const {
+    std::vector<std::uint64_t> v(size, 0);
+    for (const std::size_t id : order) v[id] = placeholder[id] ? 0 : value_of(id, v);
+    return v;
+  }
+};
+
+// Builds g from dag, writing into values; tasks are added in id order.
+std::vector<weft::task> build(weft::graph& g, const random_dag& dag,
+                              std::vector<std::uint64_t>& values) {
+  std::vector<weft::task> tasks;
+  tasks.reserve(dag.size);
+  for (std::size_t id = 0; id < dag.size; ++id) {
+    if (dag.placeholder[id]) {
+      tasks.push_back(g.placeholder());
+    } else {
+      tasks.push_back(g.emplace([&dag, &values, id] { values[id] = dag.value_of(id, values); }));
+    }
+  }
+  for (std::size_t id = 0; id < dag.size; ++id) {
+    for (const std::size_t p : dag.preds[id]) tasks[id].succeed(tasks[p]);
+  }
+  return tasks;
+}
+
+TEST_P(graph_stress, random_dags_match_a_sequential_run) {
+  weft::pool pool{options()};
+  std::mt19937_64 rng(0x5EED0000 + GetParam());
+  const std::size_t shapes = weft::test::scaled(100, 10);
+  for (std::size_t shape = 0; shape < shapes; ++shape) {
+    std::size_t n = 1 + rng() % 300;
+    if (shape % 25 == 0) n = weft::test::scaled(10'000, 1'000);
+    const random_dag dag(rng, n);
+    const std::vector<std::uint64_t> expected = dag.sequential();
+    std::vector<std::uint64_t> values(n, 0);
+    weft::graph g;
+    build(g, dag, values);
+    for (int run = 0; run < 2; ++run) {
+      std::fill(values.begin(), values.end(), 0);
+      pool.run(g).get();
+      ASSERT_EQ(values, expected) << "shape " << shape << " (" << n << " tasks), run " << run;
+    }
+  }
+}
+
+TEST_P(graph_stress, reruns_allocate_nothing) {
+#ifndef WEFT_GRAPH_TEST_COUNTS_ALLOCATIONS
+  GTEST_SKIP() << "allocations are not counted under the sanitizers";
+#else
+  if (GetParam() == 0) {
+    GTEST_SKIP() << "sequential mode queues jobs in a std::deque, which allocates as it cycles";
+  }
+  weft::pool pool{options()};
+  weft::graph g;
+  std::atomic<int> sum{0};
+  auto top = g.emplace([&] { sum.fetch_add(1); });
+  auto bottom = g.placeholder();
+  for (int i = 0; i < 50; ++i) {
+    auto mid = g.emplace([&] { sum.fetch_add(1); });
+    top.precede(mid);
+    mid.precede(bottom);
+  }
+  // Warm up: the first run checks the graph, makes the run state, and lets
+  // the pool's queues reach their working size.
+  for (int r = 0; r < 20; ++r) pool.run(g).get();
+  allocations = 0;
+  counting = true;
+  for (int r = 0; r < 200; ++r) pool.run(g).get();
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0U);
+  EXPECT_EQ(sum.load(), 220 * 51);
+#endif
+}
+
+TEST_P(graph_stress, ten_thousand_reruns) {
+  weft::pool pool{options()};
+  weft::graph g;
+  std::atomic<std::uint64_t> sum{0};
+  auto source = g.emplace([&] { sum.fetch_add(1, std::memory_order_relaxed); });
+  auto sink = g.placeholder();
+  weft::task prev = source;
+  for (int i = 0; i < 8; ++i) {
+    auto wide = g.emplace([&] { sum.fetch_add(10, std::memory_order_relaxed); });
+    auto chain = g.emplace([&] { sum.fetch_add(100, std::memory_order_relaxed); });
+    source.precede(wide);
+    prev.precede(chain);
+    wide.precede(sink);
+    prev = chain;
+  }
+  prev.precede(sink);
+  const std::size_t runs = weft::test::scaled(10'000, 500);
+  for (std::size_t r = 0; r < runs; ++r) pool.run(g).get();
+  EXPECT_EQ(sum.load(), runs * 881);
+}
+
+TEST_P(graph_stress, cancelling_a_run_races_with_execution) {
+  weft::pool pool{options()};
+  constexpr std::size_t n = 2'000;
+  weft::graph g;
+  std::vector<std::atomic<bool>> ran(n);
+  std::vector<weft::task> tasks;
+  for (std::size_t i = 0; i < n; ++i) {
+    tasks.push_back(g.emplace([&ran, i] { ran[i].store(true, std::memory_order_relaxed); }));
+  }
+  // A binary tree: task i follows task (i - 1) / 2.
+  for (std::size_t i = 1; i < n; ++i) tasks[i].succeed(tasks[(i - 1) / 2]);
+  std::mt19937_64 rng(42);
+  const std::size_t rounds = weft::test::scaled(300, 20);
+  std::size_t cancelled_runs = 0;
+  for (std::size_t r = 0; r < rounds; ++r) {
+    for (auto& flag : ran) flag.store(false, std::memory_order_relaxed);
+    // Fresh gates: task::cancel() then reports on this run alone.
+    for (auto& t : tasks) t.reset();
+    const std::size_t victim = rng() % n;
+    const auto delay = std::chrono::microseconds(rng() % 200);
+    auto f = pool.run(g);
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(delay);
+      g.cancel();
+    });
+    const bool task_cancelled = tasks[victim].cancel();
+    bool run_cancelled = false;
+    try {
+      f.get();
+    } catch (const weft::run_cancelled&) {
+      run_cancelled = true;
+      ++cancelled_runs;
+    }
+    canceller.join();
+    // cancel() is true exactly when the task did not run.
+    EXPECT_EQ(task_cancelled, !ran[victim].load(std::memory_order_relaxed)) << "round " << r;
+    // What ran is closed under predecessors; a complete run was not cancelled.
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool here = ran[i].load(std::memory_order_relaxed);
+      count += here ? 1 : 0;
+      if (i > 0 && here) {
+        ASSERT_TRUE(ran[(i - 1) / 2].load(std::memory_order_relaxed)) << "round " << r;
+      }
+    }
+    if (!run_cancelled && !task_cancelled) {
+      EXPECT_EQ(count, n);
+    }
+  }
+  RecordProperty("cancelled_runs", static_cast<int>(cancelled_runs));
+}
+
+TEST_P(graph_stress, exceptions_at_random_tasks) {
+  weft::pool pool{options()};
+  std::mt19937_64 rng(7 + GetParam());
+  const std::size_t shapes = weft::test::scaled(60, 6);
+  for (std::size_t shape = 0; shape < shapes; ++shape) {
+    const std::size_t n = 1 + rng() % 500;
+    const random_dag dag(rng, n);
+    std::vector<std::atomic<int>> throws(n);
+    std::vector<std::atomic<bool>> ran(n);
+    const std::size_t throwers = 1 + rng() % 3;
+    for (std::size_t t = 0; t < throwers; ++t) throws[rng() % n].store(1);
+    weft::graph g;
+    std::vector<weft::task> tasks;
+    for (std::size_t id = 0; id < n; ++id) {
+      tasks.push_back(g.emplace([&throws, &ran, id] {
+        ran[id].store(true, std::memory_order_relaxed);
+        if (throws[id].load(std::memory_order_relaxed) != 0) throw std::runtime_error("task");
+      }));
+    }
+    for (std::size_t id = 0; id < n; ++id) {
+      for (const std::size_t p : dag.preds[id]) tasks[id].succeed(tasks[p]);
+    }
+    bool threw = false;
+    try {
+      pool.run(g).get();
+    } catch (const std::runtime_error&) {
+      threw = true;
+    }
+    // No successor of a task that threw ran.
+    bool any_thrower_ran = false;
+    for (std::size_t id = 0; id < n; ++id) {
+      const bool thrower = throws[id].load() != 0 && ran[id].load();
+      any_thrower_ran = any_thrower_ran || thrower;
+    }
+    EXPECT_EQ(threw, any_thrower_ran);
+    for (std::size_t id = 0; id < n; ++id) {
+      for (const std::size_t p : dag.preds[id]) {
+        if (throws[p].load() != 0 && ran[p].load()) {
+          ASSERT_FALSE(ran[id].load()) << "a successor of a failed task ran";
+        }
+      }
+    }
+    // With nothing throwing, the same graph runs completely.
+    for (auto& t : throws) t.store(0);
+    for (auto& r : ran) r.store(false);
+    pool.run(g).get();
+    EXPECT_TRUE(std::all_of(ran.begin(), ran.end(), [](const auto& r) { return r.load(); }));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(workers, graph_stress, ::testing::ValuesIn(weft::test::worker_counts()),
+                         [](const auto& info) { return weft::test::workers_name(info.param); });
+
+}  // namespace
