@@ -233,6 +233,8 @@ class pool {
   // Owner only: moves self.batch into self's deque, for others to steal.
   void keep_batch(detail::worker& self);
   bool all_queues_empty() const noexcept;
+  // Idle search: whether the only work is in lanes still being filled.
+  bool lanes_filling(std::int64_t& last_pushed) const noexcept;
   void execute(detail::job* j) noexcept;
 
   // Runs jobs on this thread until done() holds; the one loop under every

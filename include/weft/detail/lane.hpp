@@ -77,6 +77,17 @@ class lane_queue {
     }
   }
 
+  // Any thread; a hint: how many jobs have ever been pushed. Relaxed: it only
+  // tells an idle worker whether the producer is still pushing.
+  [[nodiscard]] std::int64_t pushed() const noexcept {
+    return bottom_.load(std::memory_order_relaxed);
+  }
+
+  // Any thread; a hint of how many jobs wait. Relaxed, like pushed().
+  [[nodiscard]] std::int64_t waiting() const noexcept {
+    return bottom_.load(std::memory_order_relaxed) - top_.load(std::memory_order_relaxed);
+  }
+
   // Any thread; seq_cst loads for the sleep protocol (docs/sleep.md).
   [[nodiscard]] bool empty() const noexcept {
     const std::int64_t t = top_.load(std::memory_order_seq_cst);
