@@ -1,4 +1,4 @@
-// Process-wide resource measurements (getrusage) and small statistics.
+// Process-wide measurements (per-thread CPU clocks, getrusage) and small statistics.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,6 @@
-// What an idle pool costs, as CPU time of the whole process (getrusage:
-// every thread, user + system) while nothing useful runs:
+// What an idle pool costs, as CPU time of the whole process (every live
+// thread's CPU clock, user + system, read up to date) while nothing useful
+// runs:
 //   idle/1s/<variant>         right after a batch of real work, the CPU
 //                             burned during the following 1 s of sleep
 //                             (workers spinning down, then parked)
