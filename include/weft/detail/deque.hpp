@@ -34,6 +34,7 @@
 #include <new>
 #include <type_traits>
 #include <weft/detail/config.hpp>
+#include <weft/detail/ring.hpp>
 
 namespace weft::detail {
 
@@ -47,11 +48,8 @@ class work_deque {
  public:
   // The capacity is rounded up to a power of two, and to at least 2.
   explicit work_deque(std::size_t initial_capacity = 256)
-      : buffer_{new buffer{rounded_capacity(initial_capacity)}} {}
-
-  // No other thread may use the deque any more, and whatever ended their use orders it before
-  // this, so relaxed is enough. retired_ frees the replaced buffers.
-  ~work_deque() { delete buffer_.load(std::memory_order_relaxed); }
+      : ring_{rounded_capacity(initial_capacity)} {}
+  ~work_deque() = default;
 
   work_deque(const work_deque&) = delete;
   work_deque& operator=(const work_deque&) = delete;
@@ -60,14 +58,14 @@ class work_deque {
   // deque is unchanged.
   void push(T item) {
     assert(item != nullptr);
-    // Relaxed: the owner is the only writer of bottom_ and buffer_.
+    // Relaxed: the owner is the only writer of bottom_ and of the ring.
     const std::int64_t b = bottom_.load(std::memory_order_relaxed);
-    buffer* buf = buffer_.load(std::memory_order_relaxed);
+    buffer* buf = ring_.owned();
     // Acquire: pairs with the successful compare_exchange on top_ in steal() and pop(). Every
     // taker's read of a slot below t happens before this push reuses that slot.
     const std::int64_t t = top_.load(std::memory_order_acquire);
     if (b - t >= buf->capacity()) {
-      buf = grow(buf, t, b);
+      buf = ring_.grow(buf, t, b);
     }
     // Relaxed: the store of bottom_ below publishes the slot.
     buf->at(b).store(item, std::memory_order_relaxed);
@@ -81,9 +79,9 @@ class work_deque {
 
   // Owner only. Takes the most recently pushed item; nullptr when empty.
   T pop() noexcept {
-    // Relaxed: the owner is the only writer of bottom_ and buffer_.
+    // Relaxed: the owner is the only writer of bottom_ and of the ring.
     const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
-    buffer* const buf = buffer_.load(std::memory_order_relaxed);
+    buffer* const buf = ring_.owned();
     // seq_cst, together with the seq_cst load of top_ just below (deviation 1: [LPCZ] has a
     // relaxed store, a seq_cst fence and a relaxed load). They pair with steal()'s seq_cst load
     // of top_ followed by its seq_cst load of bottom_. In S, either this store precedes the
@@ -126,11 +124,11 @@ class work_deque {
     if (t >= b) {
       return nullptr;
     }
-    // Acquire (not consume): pairs with the release store in grow(), so the copied slots are
-    // visible. Loaded after bottom_, so it is the buffer that was current when the owner stored
-    // the value b, or a newer one; each of them holds index t.
-    buffer* const buf = buffer_.load(std::memory_order_acquire);
-    // Relaxed: the load of bottom_ and of buffer_ above made the slot's value visible; if the
+    // ring_.shared() is an acquire load (not consume) that pairs with the release in grow(), so the
+    // copied slots are visible. Loaded after bottom_, so it is the buffer that was current when the
+    // owner stored the value b, or a newer one; each of them holds index t.
+    buffer* const buf = ring_.shared();
+    // Relaxed: the load of bottom_ and of the buffer above made the slot's value visible; if the
     // owner has since reused the slot, top_ has moved past t and the claim below fails.
     T item = buf->at(t).load(std::memory_order_relaxed);
     // seq_cst as in [LPCZ]. As a read-modify-write it pairs with every other compare_exchange on
@@ -163,26 +161,13 @@ class work_deque {
     return b > t ? static_cast<std::size_t>(b - t) : 0;
   }
 
-  // Owner only. Relaxed: the owner is the only writer of buffer_.
+  // Owner only.
   std::size_t capacity() const noexcept {
-    return static_cast<std::size_t>(buffer_.load(std::memory_order_relaxed)->capacity());
+    return static_cast<std::size_t>(ring_.owned()->capacity());
   }
 
  private:
-  // A power-of-two ring of slots. mask and slots are immutable once the buffer is published;
-  // retired_next is touched by the owner only.
-  struct buffer {
-    explicit buffer(std::int64_t capacity)
-        : mask{capacity - 1},
-          slots{std::make_unique<std::atomic<T>[]>(static_cast<std::size_t>(capacity))} {}
-
-    std::int64_t capacity() const noexcept { return mask + 1; }
-    std::atomic<T>& at(std::int64_t index) const noexcept { return slots[index & mask]; }
-
-    const std::int64_t mask;
-    const std::unique_ptr<std::atomic<T>[]> slots;
-    std::unique_ptr<buffer> retired_next;
-  };
+  using buffer = typename growable_ring<T>::buffer;
 
   static std::int64_t rounded_capacity(std::size_t requested) {
     // No allocation of this many slots can succeed; report it the way operator new would.
@@ -190,24 +175,6 @@ class work_deque {
       throw std::bad_array_new_length{};
     }
     return static_cast<std::int64_t>(std::bit_ceil(requested < 2 ? std::size_t{2} : requested));
-  }
-
-  // Owner only. Replaces buf, which holds the live indices [t, b), by a buffer twice as large.
-  buffer* grow(buffer* buf, std::int64_t t, std::int64_t b) {
-    auto bigger = std::make_unique<buffer>(buf->capacity() * 2);
-    for (std::int64_t i = t; i < b; ++i) {
-      // Relaxed: only the owner writes slots, and the new buffer is not published yet.
-      bigger->at(i).store(buf->at(i).load(std::memory_order_relaxed), std::memory_order_relaxed);
-    }
-    // Deviation 3: a thief that loaded buf may still read it, so it is retired, not freed. The
-    // capacities double, so the retired buffers together are smaller than the current one.
-    buf->retired_next = std::move(retired_);
-    retired_.reset(buf);
-    buffer* const published = bigger.release();
-    // Release: pairs with the acquire load of buffer_ in steal(); a thief that sees the new buffer
-    // sees its construction and the copied slots.
-    buffer_.store(published, std::memory_order_release);
-    return published;
   }
 
   // The live items are the indices [top_, bottom_), signed so that bottom_ - 1 may pass below
@@ -220,10 +187,8 @@ class work_deque {
   alignas(cache_line) std::atomic<std::int64_t> top_{0};
   // Written by the owner only; read by every thread.
   alignas(cache_line) std::atomic<std::int64_t> bottom_{0};
-  // Written by the owner only (release, in grow()); read by every thread.
-  std::atomic<buffer*> buffer_;
-  // Owner only (and the destructor): buffers replaced by grow(), newest first.
-  std::unique_ptr<buffer> retired_;
+  // The slots (deviation 3: growth retires the old buffers, see ring.hpp).
+  growable_ring<T> ring_;
 };
 
 }  // namespace weft::detail

@@ -12,6 +12,7 @@
 
 #include "config.hpp"
 #include "job.hpp"
+#include "ring.hpp"
 
 namespace weft::detail {
 
@@ -22,23 +23,23 @@ namespace weft::detail {
 // See docs/deque.md for the orderings, which are the same as there.
 class lane_queue {
  public:
-  lane_queue() : buffer_{new buffer{initial_capacity}} {}
-  ~lane_queue() { delete buffer_.load(std::memory_order_relaxed); }
+  lane_queue() : ring_{initial_capacity} {}
+  ~lane_queue() = default;
   lane_queue(const lane_queue&) = delete;
   lane_queue& operator=(const lane_queue&) = delete;
 
   // Producer only.
   void push(job* item) {
-    // Relaxed: the producer is the only writer of bottom_ and buffer_.
+    // Relaxed: the producer is the only writer of bottom_ and of the ring.
     const std::int64_t b = bottom_.load(std::memory_order_relaxed);
-    buffer* buf = buffer_.load(std::memory_order_relaxed);
+    buffer* buf = ring_.owned();
     if (b - top_seen_ >= buf->capacity()) {
       // Only when the ring looks full: top_ is on the consumers' line, and
       // top_ only grows, so an old value is a safe lower bound until then.
       // Acquire pairs with the successful CAS in take(): the consumers'
       // reads of slots below top_seen_ happen before this push reuses them.
       top_seen_ = top_.load(std::memory_order_acquire);
-      if (b - top_seen_ >= buf->capacity()) buf = grow(buf, top_seen_, b);
+      if (b - top_seen_ >= buf->capacity()) buf = ring_.grow(buf, top_seen_, b);
     }
     // Relaxed: the store of bottom_ below publishes the slot.
     buf->at(b).store(item, std::memory_order_relaxed);
@@ -61,8 +62,8 @@ class lane_queue {
       if (t >= b) return 0;
       const auto n = static_cast<std::int64_t>(
           std::min<std::uint64_t>(max, static_cast<std::uint64_t>(b - t + 1) / 2));
-      // Acquire pairs with the release store in grow().
-      buffer* const buf = buffer_.load(std::memory_order_acquire);
+      // An acquire load, paired with the release in grow().
+      buffer* const buf = ring_.shared();
       for (std::int64_t i = 0; i < n; ++i) {
         // Relaxed: the loads above made the values visible; a slot reused
         // meanwhile means top_ moved past t and the CAS below fails.
@@ -98,40 +99,14 @@ class lane_queue {
  private:
   static constexpr std::int64_t initial_capacity = 256;
 
-  struct buffer {
-    explicit buffer(std::int64_t capacity)
-        : mask{capacity - 1},
-          slots{std::make_unique<std::atomic<job*>[]>(static_cast<std::size_t>(capacity))} {}
-    [[nodiscard]] std::int64_t capacity() const noexcept { return mask + 1; }
-    [[nodiscard]] std::atomic<job*>& at(std::int64_t i) const noexcept { return slots[i & mask]; }
-    const std::int64_t mask;
-    const std::unique_ptr<std::atomic<job*>[]> slots;
-    std::unique_ptr<buffer> retired_next;  // producer only
-  };
-
-  // Producer only. Consumers may still read the old buffer: it is retired,
-  // not freed, until the queue is destroyed.
-  buffer* grow(buffer* buf, std::int64_t t, std::int64_t b) {
-    auto bigger = std::make_unique<buffer>(buf->capacity() * 2);
-    for (std::int64_t i = t; i < b; ++i) {
-      // Relaxed: only the producer writes slots; the buffer is not published yet.
-      bigger->at(i).store(buf->at(i).load(std::memory_order_relaxed), std::memory_order_relaxed);
-    }
-    buf->retired_next = std::move(retired_);
-    retired_.reset(buf);
-    buffer* const published = bigger.release();
-    // Release pairs with the acquire load of buffer_ in take().
-    buffer_.store(published, std::memory_order_release);
-    return published;
-  }
+  using buffer = growable_ring<job*>::buffer;
 
   // Consumers CAS it; the producer reads it.
   alignas(cache_line) std::atomic<std::int64_t> top_{0};
   // Written by the producer only; read by everyone.
   alignas(cache_line) std::atomic<std::int64_t> bottom_{0};
-  std::atomic<buffer*> buffer_;
-  std::int64_t top_seen_ = 0;        // producer only: a value top_ had (a lower bound)
-  std::unique_ptr<buffer> retired_;  // producer only
+  growable_ring<job*> ring_;   // the slots; grown by the producer
+  std::int64_t top_seen_ = 0;  // producer only: a value top_ had (a lower bound)
 };
 
 // What one outside thread uses to submit to one pool: a queue and a job
