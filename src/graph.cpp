@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -416,6 +417,11 @@ graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t
   if (k > 1) in_flight_.fetch_add(k - 1, std::memory_order_relaxed);
   std::size_t units = k;
   graph_node* next = nullptr;
+  // Ready successors beyond the first are pushed in batches: one publishing
+  // store per batch instead of one per task (a wide fan makes 100,000 ready
+  // at once).
+  std::array<job*, 64> ready;  // not cleared: only [0, n_ready) is read
+  std::size_t n_ready = 0;
   for (graph_node* s : n->successors) {
     if (skip) s->skip.store(true, std::memory_order_relaxed);
     // acq_rel: release publishes this task's effects (and the skip flag) to
@@ -426,10 +432,15 @@ graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t
       if (next == nullptr) {
         next = s;
       } else {
-        pool_->push(s);
+        ready[n_ready++] = s;
+        if (n_ready == ready.size()) {
+          pool_->push_many(ready.data(), n_ready);
+          n_ready = 0;
+        }
       }
     }
   }
+  if (n_ready != 0) pool_->push_many(ready.data(), n_ready);
   if (units != 0) retire(units);
   return next;
 }

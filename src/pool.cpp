@@ -210,6 +210,16 @@ void pool::push(detail::job* j) {
   sleep_.new_work();
 }
 
+void pool::push_many(detail::job* const* jobs, std::size_t n) {
+  detail::worker* self = detail::tls.self;
+  if (self == nullptr || !on_own_worker() || n == 0) {
+    for (std::size_t i = 0; i < n; ++i) push(jobs[i]);
+    return;
+  }
+  self->deque.push_many(jobs, n);
+  sleep_.new_work();
+}
+
 detail::job* pool::find_work(detail::worker* self) {
   if (self != nullptr) {
     if (detail::job* j = self->deque.pop()) return j;

@@ -226,6 +226,8 @@ class pool {
 
   // Makes a job visible to the workers (or to the waiters, sequentially).
   void push(detail::job* j);
+  // push() for n jobs; on a worker of this pool they are published at once.
+  void push_many(detail::job* const* jobs, std::size_t n);
   detail::job* find_work(detail::worker* self);
   detail::job* find_elsewhere(detail::worker* self);
   detail::job* take_from_lanes(detail::worker* self);

@@ -216,6 +216,25 @@ TEST(WorkDeque, GrowsFromTwoKeepingLifoOrder) {
   EXPECT_EQ(dq.pop(), nullptr);
 }
 
+TEST(WorkDeque, PushManyPublishesInOrderAndGrows) {
+  constexpr std::size_t n = 1000;
+  std::vector<item> items = make_items(n);
+  std::vector<item*> pointers;
+  for (item& it : items) {
+    pointers.push_back(&it);
+  }
+  work_deque<item*> dq{2};
+  dq.push_many(pointers.data(), 10);
+  dq.push_many(pointers.data() + 10, n - 10);  // grows several times within one call
+  dq.push_many(pointers.data(), 0);
+  EXPECT_EQ(dq.size(), n);
+  EXPECT_EQ(dq.steal(), &items[0]) << "the oldest is at the thieves' end";
+  for (std::size_t i = n; i-- > 1;) {
+    ASSERT_EQ(dq.pop(), &items[i]) << "at " << i;
+  }
+  EXPECT_EQ(dq.pop(), nullptr);
+}
+
 TEST(WorkDeque, GrowsFromTwoKeepingFifoOrder) {
   constexpr std::size_t n = 5000;
   std::vector<item> items = make_items(n);
@@ -338,6 +357,56 @@ TEST_P(WorkDequeThieves, EveryItemTakenExactlyOnce) {
     expect_increasing(taken[i]);
   }
   RecordProperty("stolen", std::to_string(n - popped.size()));
+  expect_each_taken_once(n, taken);
+}
+
+// The same with the owner publishing its bursts through push_many().
+TEST_P(WorkDequeThieves, PushManyItemsAreTakenExactlyOnce) {
+  const auto thieves = static_cast<std::size_t>(GetParam());
+  const std::size_t n = scaled(200'000, 1000);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(n) + " items");
+  std::vector<item> items = make_items(n);
+  work_deque<item*> dq{4};
+  std::atomic<bool> drained{false};
+  std::vector<std::vector<std::size_t>> taken(thieves + 1);
+  std::latch start{static_cast<std::ptrdiff_t>(thieves + 1)};
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < thieves; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      run_thief(dq, drained, taken[i]);
+    });
+  }
+  std::vector<std::size_t>& popped = taken[thieves];
+  std::mt19937 rng{seed};
+  std::uniform_int_distribution<std::size_t> burst{0, 100};
+  std::vector<item*> batch;
+  start.arrive_and_wait();
+  std::size_t next = 0;
+  while (next < n) {
+    batch.clear();
+    for (std::size_t k = burst(rng); k > 0 && next < n; ++next, --k) {
+      items[next].id = next;
+      batch.push_back(&items[next]);
+    }
+    dq.push_many(batch.data(), batch.size());
+    for (std::size_t k = burst(rng) / 2; k > 0; --k) {
+      item* it = dq.pop();
+      if (it == nullptr) {
+        break;
+      }
+      popped.push_back(it->id);
+    }
+  }
+  while (item* it = dq.pop()) {
+    popped.push_back(it->id);
+  }
+  drained.store(true, std::memory_order_release);
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  EXPECT_TRUE(dq.empty());
   expect_each_taken_once(n, taken);
 }
 

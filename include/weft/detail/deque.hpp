@@ -54,27 +54,36 @@ class work_deque {
   work_deque(const work_deque&) = delete;
   work_deque& operator=(const work_deque&) = delete;
 
-  // Owner only. Doubles the buffer when it is full; throws only std::bad_alloc, and then the
-  // deque is unchanged.
-  void push(T item) {
-    assert(item != nullptr);
+  // Owner only. Doubles the buffer when it is full; throws only std::bad_alloc, and then no item
+  // was added.
+  void push(T item) { push_many(&item, 1); }
+
+  // Owner only. Pushes items[0], ..., items[n - 1] as push() would one by one, but publishes them
+  // with a single store of bottom_ (one seq_cst store instead of n): a task that makes many
+  // successors ready hands them over at once. Throws only std::bad_alloc, and then no item was
+  // added (the buffer may have grown).
+  void push_many(const T* items, std::size_t n) {
     // Relaxed: the owner is the only writer of bottom_ and of the ring.
     const std::int64_t b = bottom_.load(std::memory_order_relaxed);
     buffer* buf = ring_.owned();
     // Acquire: pairs with the successful compare_exchange on top_ in steal() and pop(). Every
     // taker's read of a slot below t happens before this push reuses that slot.
     const std::int64_t t = top_.load(std::memory_order_acquire);
-    if (b - t >= buf->capacity()) {
+    const auto count = static_cast<std::int64_t>(n);
+    while (b - t + count > buf->capacity()) {
       buf = ring_.grow(buf, t, b);
     }
-    // Relaxed: the store of bottom_ below publishes the slot.
-    buf->at(b).store(item, std::memory_order_relaxed);
+    for (std::int64_t i = 0; i < count; ++i) {
+      assert(items[i] != nullptr);
+      // Relaxed: the store of bottom_ below publishes the slots.
+      buf->at(b + i).store(items[i], std::memory_order_relaxed);
+    }
     // seq_cst (deviation 1: [LPCZ] has a release fence and a relaxed store). Its release half
-    // pairs with the seq_cst loads of bottom_ in steal(): a thief that sees b + 1 sees the slot
-    // and the buffer it is in. Its seq_cst half is needed by the pool's sleep protocol: this store
-    // followed by the pusher's seq_cst load of the sleeper count forms a Dekker pair with a
-    // sleeper's seq_cst increment of that count followed by its empty().
-    bottom_.store(b + 1, std::memory_order_seq_cst);
+    // pairs with the seq_cst loads of bottom_ in steal(): a thief that sees b + count sees the
+    // slots and the buffer they are in. Its seq_cst half is needed by the pool's sleep protocol:
+    // this store followed by the pusher's seq_cst load of the sleeper count forms a Dekker pair
+    // with a sleeper's seq_cst increment of that count followed by its empty().
+    bottom_.store(b + count, std::memory_order_seq_cst);
   }
 
   // Owner only. Takes the most recently pushed item; nullptr when empty.
