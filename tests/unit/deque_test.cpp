@@ -300,13 +300,12 @@ INSTANTIATE_TEST_SUITE_P(Thieves, WorkDequeThieves, ::testing::Values(1, 2, 4, 8
                          ::testing::PrintToStringParamName());
 
 // The owner pushes and pops random bursts while the thieves steal.
-TEST_P(WorkDequeThieves, EveryItemTakenExactlyOnce) {
-  const auto thieves = static_cast<std::size_t>(GetParam());
-  const std::size_t n = scaled(200'000, 1000);
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(n) + " items");
-  std::vector<item> items = make_items(n);
-  work_deque<item*> dq{64};
+// Runs owner(popped) on this thread while `thieves` threads steal until it has returned and the
+// deque is drained; returns what each taker got (the owner's pops last) after checking that every
+// one of the n items was taken exactly once.
+template <class Owner>
+std::vector<std::vector<std::size_t>> take_with_thieves(work_deque<item*>& dq, std::size_t thieves,
+                                                        std::size_t n, Owner owner) {
   std::atomic<bool> drained{false};
   std::vector<std::vector<std::size_t>> taken(thieves + 1);
   std::latch start{static_cast<std::ptrdiff_t>(thieves + 1)};
@@ -317,32 +316,9 @@ TEST_P(WorkDequeThieves, EveryItemTakenExactlyOnce) {
       run_thief(dq, drained, taken[i]);
     });
   }
-
   std::vector<std::size_t>& popped = taken[thieves];
-  bool pops_in_order = true;
-  std::mt19937 rng{seed};
-  // Pop bursts are a little shorter than push bursts: the deque often runs empty at the owner's
-  // end, and the thieves still have items to take.
-  std::uniform_int_distribution<int> push_burst{0, 64};
-  std::uniform_int_distribution<int> pop_burst{0, 48};
   start.arrive_and_wait();
-  std::size_t next = 0;
-  while (next < n) {
-    for (int k = push_burst(rng); k > 0 && next < n; ++next, --k) {
-      push_fresh(dq, items[next], next);
-    }
-    // Between pushes, the owner's pops go down the deque: each id is below the previous one.
-    std::size_t previous = n;
-    for (int k = pop_burst(rng); k > 0; --k) {
-      item* it = dq.pop();
-      if (it == nullptr) {
-        break;
-      }
-      pops_in_order = pops_in_order && it->id < previous;
-      previous = it->id;
-      popped.push_back(it->id);
-    }
-  }
+  owner(popped);
   while (item* it = dq.pop()) {
     popped.push_back(it->id);
   }
@@ -350,14 +326,48 @@ TEST_P(WorkDequeThieves, EveryItemTakenExactlyOnce) {
   for (std::thread& t : threads) {
     t.join();
   }
-
   EXPECT_TRUE(dq.empty());
+  expect_each_taken_once(n, taken);
+  return taken;
+}
+
+TEST_P(WorkDequeThieves, EveryItemTakenExactlyOnce) {
+  const auto thieves = static_cast<std::size_t>(GetParam());
+  const std::size_t n = scaled(200'000, 1000);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(n) + " items");
+  std::vector<item> items = make_items(n);
+  work_deque<item*> dq{64};
+  bool pops_in_order = true;
+  const auto taken = take_with_thieves(dq, thieves, n, [&](std::vector<std::size_t>& popped) {
+    std::mt19937 rng{seed};
+    // Pop bursts are a little shorter than push bursts: the deque often runs empty at the
+    // owner's end, and the thieves still have items to take.
+    std::uniform_int_distribution<int> push_burst{0, 64};
+    std::uniform_int_distribution<int> pop_burst{0, 48};
+    std::size_t next = 0;
+    while (next < n) {
+      for (int k = push_burst(rng); k > 0 && next < n; ++next, --k) {
+        push_fresh(dq, items[next], next);
+      }
+      // Between pushes, the owner's pops go down the deque: each id is below the previous one.
+      std::size_t previous = n;
+      for (int k = pop_burst(rng); k > 0; --k) {
+        item* it = dq.pop();
+        if (it == nullptr) {
+          break;
+        }
+        pops_in_order = pops_in_order && it->id < previous;
+        previous = it->id;
+        popped.push_back(it->id);
+      }
+    }
+  });
   EXPECT_TRUE(pops_in_order) << "the owner popped items out of reverse push order";
   for (std::size_t i = 0; i < thieves; ++i) {
     expect_increasing(taken[i]);
   }
-  RecordProperty("stolen", std::to_string(n - popped.size()));
-  expect_each_taken_once(n, taken);
+  RecordProperty("stolen", std::to_string(n - taken[thieves].size()));
 }
 
 // The same with the owner publishing its bursts through push_many().
@@ -368,46 +378,27 @@ TEST_P(WorkDequeThieves, PushManyItemsAreTakenExactlyOnce) {
   SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(n) + " items");
   std::vector<item> items = make_items(n);
   work_deque<item*> dq{4};
-  std::atomic<bool> drained{false};
-  std::vector<std::vector<std::size_t>> taken(thieves + 1);
-  std::latch start{static_cast<std::ptrdiff_t>(thieves + 1)};
-  std::vector<std::thread> threads;
-  for (std::size_t i = 0; i < thieves; ++i) {
-    threads.emplace_back([&, i] {
-      start.arrive_and_wait();
-      run_thief(dq, drained, taken[i]);
-    });
-  }
-  std::vector<std::size_t>& popped = taken[thieves];
-  std::mt19937 rng{seed};
-  std::uniform_int_distribution<std::size_t> burst{0, 100};
-  std::vector<item*> batch;
-  start.arrive_and_wait();
-  std::size_t next = 0;
-  while (next < n) {
-    batch.clear();
-    for (std::size_t k = burst(rng); k > 0 && next < n; ++next, --k) {
-      items[next].id = next;
-      batch.push_back(&items[next]);
-    }
-    dq.push_many(batch.data(), batch.size());
-    for (std::size_t k = burst(rng) / 2; k > 0; --k) {
-      item* it = dq.pop();
-      if (it == nullptr) {
-        break;
+  take_with_thieves(dq, thieves, n, [&](std::vector<std::size_t>& popped) {
+    std::mt19937 rng{seed};
+    std::uniform_int_distribution<std::size_t> burst{0, 100};
+    std::vector<item*> batch;
+    std::size_t next = 0;
+    while (next < n) {
+      batch.clear();
+      for (std::size_t k = burst(rng); k > 0 && next < n; ++next, --k) {
+        items[next].id = next;
+        batch.push_back(&items[next]);
       }
-      popped.push_back(it->id);
+      dq.push_many(batch.data(), batch.size());
+      for (std::size_t k = burst(rng) / 2; k > 0; --k) {
+        item* it = dq.pop();
+        if (it == nullptr) {
+          break;
+        }
+        popped.push_back(it->id);
+      }
     }
-  }
-  while (item* it = dq.pop()) {
-    popped.push_back(it->id);
-  }
-  drained.store(true, std::memory_order_release);
-  for (std::thread& t : threads) {
-    t.join();
-  }
-  EXPECT_TRUE(dq.empty());
-  expect_each_taken_once(n, taken);
+  });
 }
 
 // The deque starts at capacity 2 and the owner only pushes while the thieves steal, so it grows
