@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # weft's full check, the same locally and in CI:
-#   1 format check   2 release build + tests + examples   3 clang-tidy
-#   4 ThreadSanitizer   5 AddressSanitizer + UBSan   6 package check
-# SKIP_SANITIZERS=1 skips steps 4 and 5 for a quick local run.
+#   1 format check   2 release build + tests + examples   3 soak (2 minutes)
+#   4 clang-tidy   5 ThreadSanitizer   6 AddressSanitizer + UBSan   7 package check
+# SKIP_SANITIZERS=1 skips steps 5 and 6 for a quick local run; SOAK_MINUTES
+# sets the soak's length (default 2).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -50,7 +51,7 @@ cxx_files() {
 
 bash scripts/deps.sh test
 
-section "1/6 format check (clang-format --dry-run --Werror)"
+section "1/7 format check (clang-format --dry-run --Werror)"
 mapfile -t format_files < <(cxx_files include src tests examples bench)
 if [[ ${#format_files[@]} -eq 0 ]]; then
   echo "no C++ files to check"
@@ -60,13 +61,18 @@ else
 fi
 section_done
 
-section "2/6 release: build, unit + stress tests (WEFT_STRESS_SCALE=1), examples"
+section "2/7 release: build, unit + stress tests (WEFT_STRESS_SCALE=1), examples"
 cmake --preset release
 cmake --build --preset release -j"$jobs"
 WEFT_STRESS_SCALE=1 run_ctest ctest --preset release
 section_done
 
-section "3/6 clang-tidy (src/*.cpp, examples/*.cpp)"
+section "3/7 soak: mixed load for ${SOAK_MINUTES:-2} minutes (scripts/soak.sh)"
+bash scripts/soak.sh --minutes "${SOAK_MINUTES:-2}" --build-dir build/release
+tests_passed=$((tests_passed + 1))
+section_done
+
+section "4/7 clang-tidy (src/*.cpp, examples/*.cpp)"
 shopt -s nullglob
 tidy_files=(src/*.cpp examples/*.cpp)
 shopt -u nullglob
@@ -85,7 +91,7 @@ fi
 section_done
 
 if [[ ${SKIP_SANITIZERS:-0} == 1 ]]; then
-  section "4/6 and 5/6 sanitizers: SKIPPED (SKIP_SANITIZERS=1)"
+  section "5/7 and 6/7 sanitizers: SKIPPED (SKIP_SANITIZERS=1)"
 else
   # GCC's ThreadSanitizer cannot map its shadow memory on kernels with high
   # mmap randomisation; running without ASLR sidesteps that where allowed.
@@ -94,14 +100,14 @@ else
     no_aslr=(setarch "$(uname -m)" -R)
   fi
 
-  section "4/6 ThreadSanitizer: build, tests (WEFT_STRESS_SCALE=0.2), examples"
+  section "5/7 ThreadSanitizer: build, tests (WEFT_STRESS_SCALE=0.2), examples"
   cmake --preset tsan
   cmake --build --preset tsan -j"$jobs"
   WEFT_STRESS_SCALE=0.2 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     run_ctest "${no_aslr[@]}" ctest --preset tsan
   section_done
 
-  section "5/6 AddressSanitizer + UBSan: build, tests (WEFT_STRESS_SCALE=0.2), examples"
+  section "6/7 AddressSanitizer + UBSan: build, tests (WEFT_STRESS_SCALE=0.2), examples"
   cmake --preset asan
   cmake --build --preset asan -j"$jobs"
   WEFT_STRESS_SCALE=0.2 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -110,7 +116,7 @@ else
   section_done
 fi
 
-section "6/6 package check: install, then find_package / add_subdirectory / FetchContent"
+section "7/7 package check: install, then find_package / add_subdirectory / FetchContent"
 check_dir=$root/build/package-check
 rm -rf "$check_dir"
 cmake --install build/release --prefix "$check_dir/prefix"

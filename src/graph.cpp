@@ -212,8 +212,25 @@ void graph_core::set_name(graph_node* n, std::string_view name) {
 }
 
 bool graph_core::cancel() noexcept {
-  if (!running()) return false;
-  return run_state::request_cancel(current_);
+  // Any thread, at any time: the mutex makes start() and finish_run()
+  // publish and withdraw the run as a whole.
+  std::lock_guard lock{cancel_mutex_};
+  return cancellable_ != nullptr && run_state::request_cancel(cancellable_);
+}
+
+bool run_state::on_dropped(future_state<void>* base) noexcept {
+  auto* s = static_cast<run_state*>(base);
+  // acq_rel: ordered against finish_run()'s fetch_or in the status word;
+  // acquire makes the run's write of the error visible when it finished
+  // first.
+  const unsigned old = s->status.fetch_or(dropped_bit, std::memory_order_acq_rel);
+  if ((old & finished_bit) == 0) return false;  // the run reports it
+  // The run went first: it stores its outcome and sets the latch a few
+  // instructions later; its release there makes the error visible.
+  while (!s->done.is_set()) std::this_thread::yield();
+  if (s->error && (old & failed_bit) != 0) report_unretrieved(s->error);
+  s->error = nullptr;
+  return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -310,6 +327,7 @@ run_state* graph_core::fresh_state() {
   s->run = nullptr;  // the state is never queued: the graph's tasks are
   s->destroy = &destroy_state;
   s->cancel = &run_state::request_cancel;  // future<void>::cancel() reaches the run
+  s->dropped = &run_state::on_dropped;
   // Relaxed: nobody else holds the state yet. start() adds the future's
   // and the run's references once the run is sure to start.
   s->refs.store(run_state::graph_ref, std::memory_order_relaxed);
@@ -325,18 +343,23 @@ run_state* graph_core::start(pool& p) {
         "before running it again");
   }
   run_state* s = nullptr;
+  pool::ticket t{};
   try {
     // Without a normal edge to an older task, the order of creation is a
     // topological order: no cycle is possible.
     if (dirty_ && has_backward_) check_cycles();
     dirty_ = false;
     s = fresh_state();
-    p.enter();
+    t = p.enter();
   } catch (...) {
     // Release: as in finish_run().
     running_.store(false, std::memory_order_release);
     throw;
   }
+  // Destroyed last: the caller's last touch of the pool, if it is not a
+  // worker (the run may finish, and the pool go, as soon as the last source
+  // is pushed).
+  const pool::submission_guard guard{p, t};
   // Relaxed: the state is published with the future, and to the tasks by the
   // pushes of the sources.
   s->refs.store(run_state::graph_ref + run_state::future_ref + run_state::run_ref,
@@ -344,7 +367,12 @@ run_state* graph_core::start(pool& p) {
   s->owner = &p;
   pool_ = &p;
   current_ = s;
+  run_epoch_ = t.epoch;
   error_ = nullptr;
+  {
+    std::lock_guard lock{cancel_mutex_};
+    cancellable_ = s;
+  }
   if (has_conditions_) {
     // A condition leaves the branches it did not take with partly counted
     // predecessors: start every task afresh.
@@ -360,14 +388,23 @@ run_state* graph_core::start(pool& p) {
     return s;
   }
   // Relaxed: each push publishes it to the task it queues.
-  in_flight_.store(sources_.size(), std::memory_order_relaxed);
-  for (graph_node* n : sources_) p.push(n);
+  // Once the last source is queued the run may finish and the graph change:
+  // read nothing of it after that.
+  const std::size_t n = sources_.size();
+  graph_node* const* const sources = sources_.data();
+  in_flight_.store(n, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < n; ++i) {
+    job* j = sources[i];
+    // A source that cannot be queued (out of memory) runs here.
+    if (p.push_many(&j, 1) == 0) run_node(j);
+  }
   return s;
 }
 
 void graph_core::run_node(job* j) noexcept {
   auto* n = static_cast<graph_node*>(j);
   graph_core& g = *n->owner;
+  const running_scope running{g.pool_, g.run_epoch_};
   // One ready successor runs next on this thread; the loop keeps the stack
   // flat however long the chain.
   do {
@@ -434,15 +471,22 @@ graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t
       } else {
         ready[n_ready++] = s;
         if (n_ready == ready.size()) {
-          pool_->push_many(ready.data(), n_ready);
+          publish(ready.data(), n_ready);
           n_ready = 0;
         }
       }
     }
   }
-  if (n_ready != 0) pool_->push_many(ready.data(), n_ready);
+  if (n_ready != 0) publish(ready.data(), n_ready);
   if (units != 0) retire(units);
   return next;
+}
+
+void graph_core::publish(job* const* ready, std::size_t n) noexcept {
+  // Out of memory for a queue to grow: run the tasks not pushed here, one
+  // after another, rather than lose them. Each holds its unit of
+  // in_flight_, so the run still finishes exactly once.
+  for (std::size_t i = pool_->push_many(ready, n); i < n; ++i) run_node(ready[i]);
 }
 
 void graph_core::retire(std::size_t units) noexcept {
@@ -462,25 +506,33 @@ void graph_core::fail(std::exception_ptr error) noexcept {
 void graph_core::finish_run() noexcept {
   run_state* s = current_;
   pool* p = pool_;
-  // acq_rel: see run_state::request_cancel().
+  const unsigned epoch = run_epoch_;
+  {
+    // From here on cancel() finds no run, so the state can be reused.
+    std::lock_guard lock{cancel_mutex_};
+    cancellable_ = nullptr;
+  }
+  // acq_rel: see run_state::request_cancel() and run_state::on_dropped().
   const unsigned status = s->status.fetch_or(run_state::finished_bit, std::memory_order_acq_rel);
+  const bool dropped = (status & run_state::dropped_bit) != 0;
   if (error_) {
-    s->error = std::exchange(error_, nullptr);
+    if (dropped) {
+      // Nobody will see the future's error: the pool's error path gets it.
+      p->report_error(std::exchange(error_, nullptr));
+    } else {
+      s->error = std::exchange(error_, nullptr);
+    }
   } else if ((status & run_state::cancel_bit) != 0) {
-    try {
-      throw run_cancelled("weft::graph: the run was cancelled before it finished");
-    } catch (...) {
-      s->error = std::current_exception();
+    // A cancel asked for is no error: only a future still held learns of it.
+    if (!dropped) {
+      try {
+        throw run_cancelled("weft::graph: the run was cancelled before it finished");
+      } catch (...) {
+        s->error = std::current_exception();
+      }
     }
   } else {
     s->value.emplace();
-  }
-  // Acquire pairs with the future's acq_rel drop(): with only the graph's
-  // and the run's references left, the future is gone and nobody else would
-  // ever see this error.
-  if (s->error &&
-      s->refs.load(std::memory_order_acquire) == run_state::graph_ref + run_state::run_ref) {
-    p->report_error(std::exchange(s->error, nullptr));
   }
   // Release pairs with the acquire in start(), running() and the
   // destructor: from here on the graph may be run again or destroyed, so
@@ -492,7 +544,7 @@ void graph_core::finish_run() noexcept {
     if (s->error) report_unretrieved(s->error);
     destroy_state(s);
   }
-  p->leave();  // last: the pool may be destroyed once its count is zero
+  p->leave(epoch);  // last: the pool may be destroyed once its count is zero
 }
 
 }  // namespace detail

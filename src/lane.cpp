@@ -28,6 +28,11 @@ lane* lane_set::bind() {
 
 namespace {
 
+// Set when the calling thread's bindings have been released at its exit:
+// from then on (a thread_local destructor that submits) it has no lane and
+// submits through the injector.
+constinit thread_local bool lanes_released = false;
+
 // The lanes the calling thread is bound to; released when the thread ends.
 class bindings {
  public:
@@ -35,6 +40,9 @@ class bindings {
   bindings(const bindings&) = delete;
   bindings& operator=(const bindings&) = delete;
   ~bindings() {
+    // No cached lane may be used once it can be bound to another thread.
+    lanes_released = true;
+    tls_lane = lane_cache_entry{};
     for (const binding& b : list_) {
       // A pool that is gone took its lanes with it: nothing to release.
       if (const std::shared_ptr<lane_set> alive = b.lanes.lock()) {
@@ -51,6 +59,8 @@ class bindings {
     // Forget pools that are gone, so the list does not grow with every pool
     // this thread ever used.
     std::erase_if(list_, [](const binding& b) { return b.lanes.expired(); });
+    // Room first: a lane bound and then not recorded would never be freed.
+    list_.reserve(list_.size() + 1);
     lane* l = lanes->bind();
     if (l != nullptr) list_.push_back(binding{pool_id, l, lanes});
     return l;
@@ -68,6 +78,7 @@ class bindings {
 }  // namespace
 
 lane* thread_lane(std::uint64_t pool_id, const std::shared_ptr<lane_set>& lanes) {
+  if (lanes_released) return nullptr;
   thread_local bindings mine;
   lane* l = mine.find_or_bind(pool_id, lanes);
   tls_lane = lane_cache_entry{pool_id, l};

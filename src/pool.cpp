@@ -73,6 +73,9 @@ pool::pool(pool_options options)
   workers_.reserve(options.threads);
   for (std::size_t i = 0; i < options.threads; ++i) {
     workers_.push_back(std::make_unique<detail::worker>(i));
+    // Taking jobs in batches must not allocate (keep_batch()).
+    constexpr std::size_t largest_batch = std::max(injector_batch + 1, lane_batch);
+    workers_.back()->batch.reserve(largest_batch);
   }
   // Every worker slot exists before any thread starts, so thieves can scan
   // workers_ without synchronisation.
@@ -101,7 +104,15 @@ pool::~pool() {
   // sees the pool closing, or its job is seen by quiescent() below.
   closing_.store(true, std::memory_order_seq_cst);
   auto drained = [this] { return quiescent(); };
-  wait_for(drained, [this] { block_until_idle(); });
+  wait_for(drained, [&] { block_until(drained); });
+  // Every job has finished. Submitters that are not workers may still be
+  // between their count and their last touch of the pool (waking a worker,
+  // or leaving after a refusal), and threads that ran jobs outside the pool
+  // may still be leaving help_until(): wait for both, briefly.
+  while (!submissions_ended() || visitors_.load(std::memory_order_acquire) != 0) {
+    // Acquire (above) pairs with the release decrement in help_until().
+    std::this_thread::yield();
+  }
   sleep_.stop();
   for (auto& w : workers_) w->thread.join();
 
@@ -121,70 +132,101 @@ pool::~pool() {
   }
 }
 
-detail::job_cache& pool::count_spawn() {
+pool::ticket pool::count_spawn() {
   detail::worker* self = detail::tls.self;
   if (self != nullptr && on_own_worker()) {
     // Relaxed: the job that spawns is running and counted, so the pool is
     // not idle before it finishes, and its finish (a seq_cst RMW after this)
     // makes this store visible to quiescent() (docs/waiting.md). Own jobs
     // may spawn while the pool closes.
-    std::atomic<std::uint64_t>& n = self->cache.spawned;
+    const unsigned e = spawn_epoch();
+    std::atomic<std::uint64_t>& n = self->cache.spawned[e];
     n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return self->cache;
+    return {&self->cache, e, false};
   }
   if (!sequential()) {
     if (detail::lane* l = my_lane()) {
-      std::atomic<std::uint64_t>& n = l->cache.spawned;
+      const ticket t{&l->cache, spawn_epoch(), true};
+      std::atomic<std::uint64_t>& n = l->cache.spawned[t.epoch];
       // seq_cst: the lane's thread is the only writer; see check_open().
       n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
-      check_open(l->cache);
-      return l->cache;
+      check_open(t);
+      return t;
     }
   }
   return count_shared();
 }
 
-detail::job_cache& pool::count_shared() {
+pool::ticket pool::count_shared() {
+  const ticket t{&external_cache_, spawn_epoch(), true};
   // seq_cst: see check_open().
-  external_cache_.spawned.fetch_add(1, std::memory_order_seq_cst);
-  check_open(external_cache_);
-  return external_cache_;
+  external_cache_.spawned[t.epoch].fetch_add(1, std::memory_order_seq_cst);
+  check_open(t);
+  return t;
 }
 
-void pool::check_open(detail::job_cache& c) {
+void pool::check_open(const ticket& t) {
   // seq_cst: the caller's seq_cst increment of a spawned count and this load
   // pair with the destructor's seq_cst store of closing_ and its seq_cst
   // loads in quiescent(): a submitter either sees the pool closing, or the
   // destructor sees its job and waits for it.
   if (!closing_.load(std::memory_order_seq_cst) || on_own_worker()) return;
-  count_finished(c, 1);
-  throw pool_closed("weft: pool '" + name_ +
-                    "' is being destroyed and takes no new jobs; submit before its "
-                    "destruction begins, or from one of its own jobs");
+  // The message first: once the count below and the end of the submission
+  // are done, the destructor may free the pool.
+  pool_closed refusal("weft: pool '" + name_ +
+                      "' is being destroyed and takes no new jobs; submit before its "
+                      "destruction begins, or from one of its own jobs");
+  count_finished(*t.cache, t.epoch, 1);
+  end_submission(t);
+  throw refusal;
 }
 
-std::uint64_t pool::total(std::atomic<std::uint64_t> detail::job_cache::*count) const noexcept {
+std::uint64_t pool::total(std::atomic<std::uint64_t> (detail::job_cache::*count)[2],
+                          unsigned first_parity, unsigned last_parity) const noexcept {
   // seq_cst loads: the second half of the Dekker pairs in check_open() and
   // wake_idle_waiters().
-  std::uint64_t sum = (external_cache_.*count).load(std::memory_order_seq_cst);
-  for (const auto& w : workers_) sum += (w->cache.*count).load(std::memory_order_seq_cst);
+  std::uint64_t sum = 0;
+  auto add = [&](const detail::job_cache& c) {
+    for (unsigned e = first_parity; e <= last_parity; ++e) {
+      sum += (c.*count)[e].load(std::memory_order_seq_cst);
+    }
+  };
+  add(external_cache_);
+  for (const auto& w : workers_) add(w->cache);
   const detail::lane_set& lanes = *lanes_;
-  for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
-    sum += (lanes[i].cache.*count).load(std::memory_order_seq_cst);
-  }
+  for (std::size_t i = 0, n = lanes.size(); i < n; ++i) add(lanes[i].cache);
   return sum;
 }
 
-bool pool::quiescent() const noexcept {
+bool pool::quiescent(unsigned first_parity, unsigned last_parity) const noexcept {
   // Counts only grow, and a job's finish is counted after its spawn (and
-  // after the spawns of everything it spawned). If the spawned totals read
-  // before and after the finished total agree, nothing was spawned in
-  // between, and finished == spawned means every job counted so far has
-  // finished at the moment finished was read (docs/waiting.md).
-  const std::uint64_t spawned_before = total(&detail::job_cache::spawned);
-  const std::uint64_t finished = total(&detail::job_cache::finished);
-  const std::uint64_t spawned_after = total(&detail::job_cache::spawned);
+  // after the spawns of everything it spawned, which share its parity). If
+  // the spawned totals read before and after the finished total agree,
+  // nothing was spawned in between, and finished == spawned means every job
+  // counted so far has finished at the moment finished was read
+  // (docs/waiting.md).
+  const auto spawned = &detail::job_cache::spawned;
+  const std::uint64_t spawned_before = total(spawned, first_parity, last_parity);
+  const std::uint64_t finished = total(&detail::job_cache::finished, first_parity, last_parity);
+  const std::uint64_t spawned_after = total(spawned, first_parity, last_parity);
   return spawned_before == spawned_after && finished == spawned_after;
+}
+
+bool pool::submissions_ended() const noexcept {
+  auto ended = [](const detail::job_cache& c) {
+    // Spawned first: a submission counts its spawn before it ends. Acquire
+    // pairs with the release in end_submission(): the submitter's last
+    // touch of the pool happens before our return.
+    const std::uint64_t spawned =
+        c.spawned[0].load(std::memory_order_seq_cst) + c.spawned[1].load(std::memory_order_seq_cst);
+    return c.left.load(std::memory_order_acquire) == spawned;
+  };
+  if (!ended(external_cache_)) return false;
+  const detail::lane_set& lanes = *lanes_;
+  for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
+    if (!ended(lanes[i].cache)) return false;
+  }
+  return true;
 }
 
 detail::heap_job* pool::allocate_job(detail::job_cache& from) {
@@ -210,14 +252,24 @@ void pool::push(detail::job* j) {
   sleep_.new_work();
 }
 
-void pool::push_many(detail::job* const* jobs, std::size_t n) {
+std::size_t pool::push_many(detail::job* const* jobs, std::size_t n) noexcept {
   detail::worker* self = detail::tls.self;
-  if (self == nullptr || !on_own_worker() || n == 0) {
-    for (std::size_t i = 0; i < n; ++i) push(jobs[i]);
-    return;
+  std::size_t pushed = 0;
+  try {
+    if (self == nullptr || !on_own_worker()) {
+      for (; pushed < n; ++pushed) push(jobs[pushed]);
+      return pushed;
+    }
+    self->deque.push_many(jobs, n);  // all or nothing
+    pushed = n;
+  } catch (...) {
+    // Out of memory for a queue to grow (the only way a push fails); the
+    // caller runs what was not pushed.
+    unqueued_runs_.fetch_add(n - pushed, std::memory_order_relaxed);
+    return pushed;
   }
-  self->deque.push_many(jobs, n);
-  sleep_.new_work();
+  if (n != 0) sleep_.new_work();
+  return pushed;
 }
 
 detail::job* pool::find_work(detail::worker* self) {
@@ -248,6 +300,10 @@ detail::job* pool::find_elsewhere(detail::worker* self) {
 
 void pool::keep_batch(detail::worker& self) {
   if (self.batch.empty()) return;
+  // The deque is empty here (a batch is only taken after the owner's pop
+  // found nothing, and only the owner pushes) and a batch is smaller than
+  // its smallest capacity, so these pushes never grow it: nothing here can
+  // fail, and no job taken can be lost to an allocation failure.
   // Newest first, so the owner pops the oldest first.
   for (auto it = self.batch.rbegin(); it != self.batch.rend(); ++it) self.deque.push(*it);
   sleep_.new_work();
@@ -338,15 +394,15 @@ void pool::await(const detail::latch& l) {
   });
 }
 
-void pool::block_until_idle() {
+template <class Done>
+void pool::block_until(Done& done) {
   // quiescent()'s seq_cst loads also make the jobs' effects visible: they
   // read the counts the jobs' runners increased after running them.
-  auto drained = [this] { return quiescent(); };
-  if (spin_briefly(drained)) return;
+  if (spin_briefly(done)) return;
   std::unique_lock lock{idle_mutex_};
   // seq_cst: see wake_idle_waiters().
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  idle_cv_.wait(lock, drained);
+  idle_cv_.wait(lock, done);
   idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -355,6 +411,34 @@ void pool::notify_idle() {
   // check of quiescent() and its wait.
   { std::lock_guard lock{idle_mutex_}; }
   idle_cv_.notify_all();
+}
+
+template <class Wait>
+void pool::drain_epochs(std::uint64_t target, Wait&& wait_until_drained) {
+  // Epoch e's jobs are counted in parity e & 1. Epochs drain in order, and
+  // a parity is reused (by the flip to e + 2) only after epoch e was seen
+  // drained, so a parity never holds two epochs' jobs (docs/waiting.md).
+  for (;;) {
+    // Acquire pairs with the release store below (another waiter's).
+    const std::uint64_t drained = drained_epoch_.load(std::memory_order_acquire);
+    if (drained >= target) return;
+    const std::uint64_t e = drained + 1;
+    {
+      std::lock_guard lock{epoch_mutex_};
+      // Epoch e - 1 has drained, so parity (e + 1) & 1 is free: move new
+      // submissions there. seq_cst: ordered with the load in spawn_epoch().
+      if (epoch_.load(std::memory_order_relaxed) == e) {
+        epoch_.store(e + 1, std::memory_order_seq_cst);
+      }
+    }
+    const auto parity = static_cast<unsigned>(e & 1);
+    wait_until_drained(parity);
+    std::lock_guard lock{epoch_mutex_};
+    if (drained_epoch_.load(std::memory_order_relaxed) < e) {
+      // Release pairs with the acquire load above.
+      drained_epoch_.store(e, std::memory_order_release);
+    }
+  }
 }
 
 void pool::report_error(std::exception_ptr error) noexcept {
@@ -392,8 +476,19 @@ void pool::wait() {
                       "' and would wait for itself; wait on a future or a task_group there, "
                       "or use wait_until()");
   }
-  auto drained = [this] { return quiescent(); };
-  wait_for(drained, [this] { block_until_idle(); });
+  // Jobs submitted from now on belong to a later epoch than target; the
+  // ones submitted so far, and everything they spawn, to target or earlier.
+  const std::uint64_t target = epoch_.load(std::memory_order_seq_cst);
+  // Relaxed: a hint for workers to hand over their counts (flush_requested).
+  epoch_waiters_.fetch_add(1, std::memory_order_relaxed);
+  struct leave_guard {
+    std::atomic<std::size_t>& waiters;
+    ~leave_guard() { waiters.fetch_sub(1, std::memory_order_relaxed); }
+  } guard{epoch_waiters_};
+  drain_epochs(target, [this](unsigned parity) {
+    auto drained = [this, parity] { return quiescent(parity, parity); };
+    wait_for(drained, [&] { block_until(drained); });
+  });
   rethrow_pending_error();
 }
 
@@ -406,6 +501,8 @@ pool_stats pool::stats() const {
   for (std::size_t i = 0; i < s.lanes; ++i) s.job_slots += lanes[i].cache.capacity();
   for (const auto& w : workers_) s.job_slots += w->cache.capacity();
   s.handoffs = handoffs_.load(std::memory_order_relaxed);
+  s.handoff_failures = handoff_failures_.load(std::memory_order_relaxed);
+  s.unqueued_runs = unqueued_runs_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -420,6 +517,7 @@ void pool::worker_main(detail::worker& w) {
     }
     if (j == nullptr) return;  // the pool is stopping
     execute(j);
+    if (flush_requested()) flush(w);
   }
 }
 

@@ -41,10 +41,15 @@ struct future_state : job {
   latch done;                // set when value or error is final
   pool* owner = nullptr;
   job_cache* counted = nullptr;  // the cache the job is counted against
+  unsigned epoch = 0;            // and its epoch parity
   void (*destroy)(future_state*) noexcept = nullptr;
   // Set by work that can be stopped as a whole (a graph run): asks it to
   // stop, and returns true if the request came before the work finished.
   bool (*cancel)(future_state*) noexcept = nullptr;
+  // Set by work that must know when its future is dropped unread (a graph
+  // run, which then reports its exception to the pool). Called by the
+  // future before it lets go; returns true if it dealt with the error.
+  bool (*dropped)(future_state*) noexcept = nullptr;
   std::optional<result_t<R>> value;
   std::exception_ptr error;
 };
@@ -106,9 +111,15 @@ class future {
     // Taking the exception out marks it retrieved; drop() orders this
     // against the job's own last look at it.
     if (s->error) std::rethrow_exception(std::exchange(s->error, nullptr));
-    // The job engages value whenever it leaves error empty.
-    // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
-    if constexpr (!std::is_void_v<R>) return std::move(*s->value);
+    if constexpr (!std::is_void_v<R>) {
+      // The job engages value whenever it leaves error empty.
+      // NOLINTNEXTLINE(bugprone-unchecked-optional-access)
+      R result = std::move(*s->value);
+      // The moved-from value is destroyed here, on the caller's thread,
+      // not by whichever side lets go of the state last.
+      s->value.reset();
+      return result;
+    }
   }
 
  private:
@@ -117,7 +128,12 @@ class future {
 
   void reset() noexcept {
     detail::future_state<R>* s = std::exchange(state_, nullptr);
-    if (s == nullptr || !s->drop()) return;
+    if (s == nullptr) return;
+    if (s->dropped != nullptr && s->dropped(s)) {
+      if (s->drop()) s->destroy(s);
+      return;
+    }
+    if (!s->drop()) return;
     // Last owner: the job has finished and nobody took its outcome.
     if (s->error) detail::report_unretrieved(s->error);
     s->destroy(s);

@@ -265,10 +265,12 @@ class node_arena {
 // The state a run shares with its future. One per graph, reused by the next
 // run once its future is gone, so a rerun allocates nothing.
 struct run_state final : future_state<void> {
-  // status bits: a cancel was requested; a task threw; the run finished.
+  // status bits: a cancel was requested; a task threw; the run finished;
+  // the future was dropped unread.
   static constexpr unsigned cancel_bit = 1;
   static constexpr unsigned failed_bit = 2;
   static constexpr unsigned finished_bit = 4;
+  static constexpr unsigned dropped_bit = 8;
   static constexpr unsigned stop_mask = cancel_bit | failed_bit;
 
   // Weights in `refs`: the future drops 1 (future_state::drop), and so does
@@ -287,6 +289,13 @@ struct run_state final : future_state<void> {
         static_cast<run_state*>(s)->status.fetch_or(cancel_bit, std::memory_order_acq_rel);
     return (old & finished_bit) == 0;
   }
+
+  // The future is dropped unread. Whichever of this and finish_run() comes
+  // second in the status word's order deals with the run's exception: the
+  // run reports it to the pool's error path (the future went first); here
+  // it is printed if a task threw, and dropped silently if the run was only
+  // cancelled (a cancel the user asked for is no error).
+  static bool on_dropped(future_state<void>* s) noexcept;
 
   std::atomic<unsigned> status{0};
 };
@@ -332,6 +341,7 @@ class graph_core {
   }
   bool cancel() noexcept;
   void dump(std::ostream& out) const;
+  [[nodiscard]] unsigned run_epoch() const noexcept { return run_epoch_; }
 
   // pool::run's half: validates, resets, and queues the sources.
   run_state* start(pool& p);
@@ -361,6 +371,9 @@ class graph_core {
   static void run_node(job* j) noexcept;
   graph_node* step(graph_node* n) noexcept;
   graph_node* release_successors(graph_node* n, bool skip, std::size_t choice) noexcept;
+  // Queues ready tasks for stealing (push_many), or runs them here if the
+  // queue cannot grow.
+  void publish(job* const* ready, std::size_t n) noexcept;
   void retire(std::size_t units) noexcept;
   void finish_run() noexcept;
   void fail(std::exception_ptr error) noexcept;
@@ -374,6 +387,13 @@ class graph_core {
   // them), read by the run's tasks.
   pool* pool_ = nullptr;
   run_state* current_ = nullptr;
+  unsigned run_epoch_ = 0;  // the run's epoch parity in pool_ (pool::wait)
+  // The run graph::cancel() may reach: set by start() once the run is set
+  // up, cleared by finish_run() before the state can be reused. Guarded by
+  // cancel_mutex_, so that cancel() from any thread at any time finds either
+  // no run or a whole one.
+  std::mutex cancel_mutex_;
+  run_state* cancellable_ = nullptr;
 
   // Tasks of the current run that are queued or running; the thread that
   // brings it to zero finishes the run.

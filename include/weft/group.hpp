@@ -54,6 +54,13 @@ class task_group {
   [[nodiscard]] pool& owner() const noexcept { return pool_; }
 
  private:
+  // Runs after the job's callable was destroyed: counts the job off its
+  // group, the group's last touch.
+  struct finish_epilogue {
+    task_group* group;
+    void operator()() const noexcept { group->finish(); }
+  };
+
   template <class F>
   struct member_call {
     task_group* group;
@@ -63,7 +70,7 @@ class task_group {
     member_call(task_group* g, F&& f) : group(g), fn(std::move(f)), owner(&g->pool_) {}
     member_call(task_group* g, const F& f) : group(g), fn(f), owner(&g->pool_) {}
 
-    void operator()() noexcept {
+    finish_epilogue operator()() noexcept {
       if (!group->is_cancelled()) {
         try {
           fn();
@@ -71,7 +78,7 @@ class task_group {
           group->fail(std::current_exception());
         }
       }
-      group->finish();  // last touch of the group
+      return {group};
     }
   };
 

@@ -16,6 +16,18 @@ namespace weft {
 
 namespace detail {
 
+template <class F>
+struct join_half;
+
+struct join_access {
+  template <class F, class G>
+  static auto run(pool& p, F& f, G& g);
+  // A half forked from outside the pool has finished.
+  static void count_finished(pool& p, job_cache& c, unsigned epoch) noexcept {
+    p.count_finished(c, epoch, 1);
+  }
+};
+
 // One side of a join, living in the joining thread's stack frame.
 template <class F>
 struct join_half : job {
@@ -40,60 +52,91 @@ struct join_half : job {
   // (and this object vanish) as soon as done is set.
   static void run_stolen(job* base) noexcept {
     auto* self = static_cast<join_half*>(base);
-    self->invoke();
+    pool* const counted_by = self->counted_by;
+    job_cache* const counted = self->counted;
+    const unsigned epoch = self->epoch;
+    {
+      // The half belongs to the job that forked it: jobs it spawns count in
+      // that job's epoch.
+      const running_scope running{self->forked_in, epoch};
+      self->invoke();
+    }
     self->done.set();
+    // A half pushed by a thread that is not a worker is a job of its own.
+    // Last: the pool may be destroyed once it counts as finished.
+    if (counted != nullptr) join_access::count_finished(*counted_by, *counted, epoch);
   }
 
   F* fn;
   std::optional<result> value;
   std::exception_ptr error;
   latch done;
+  // The pool and epoch parity of the job that forked this half, for the
+  // jobs it spawns when it runs on another thread.
+  const pool* forked_in = nullptr;
+  unsigned epoch = 0;
+  // Set when the half is counted as a job of its own (forked from outside).
+  pool* counted_by = nullptr;
+  job_cache* counted = nullptr;
 };
 
-struct join_access {
-  template <class F, class G>
-  static auto run(pool& p, F& f, G& g) {
-    join_half<F> left{f};
-    join_half<G> right{g};
-    context& ctx = tls;
-    if (p.sequential()) {
-      left.invoke();
-      right.invoke();
-    } else if (ctx.owner == &p) {
-      worker* self = ctx.self;
-      self->deque.push(&right);
-      p.sleep_.new_work();
-      left.invoke();
-      // Take the right half back unless it was stolen. Jobs that f spawned and
-      // left on top of it are ours to run meanwhile.
-      for (;;) {
-        job* j = self->deque.pop();
-        if (j == &right) {
-          right.invoke();
-          break;
-        }
-        if (j == nullptr) {
-          auto stolen_done = [&right] { return right.done.is_set(); };
-          p.help_until(stolen_done);
-          break;
-        }
-        p.execute(j);
+template <class F, class G>
+auto join_access::run(pool& p, F& f, G& g) {
+  join_half<F> left{f};
+  join_half<G> right{g};
+  context& ctx = tls;
+  if (p.sequential()) {
+    left.invoke();
+    right.invoke();
+  } else if (ctx.owner == &p) {
+    worker* self = ctx.self;
+    right.forked_in = &p;
+    right.epoch = p.spawn_epoch();
+    self->deque.push(&right);
+    p.sleep_.new_work();
+    left.invoke();
+    // Take the right half back unless it was stolen. Jobs that f spawned and
+    // left on top of it are ours to run meanwhile.
+    for (;;) {
+      job* j = self->deque.pop();
+      if (j == &right) {
+        right.invoke();
+        break;
       }
-    } else {
-      p.injector_.push(&right);
-      p.sleep_.new_work();
-      left.invoke();
-      p.await(right.done);
+      if (j == nullptr) {
+        auto stolen_done = [&right] { return right.done.is_set(); };
+        p.help_until(stolen_done);
+        break;
+      }
+      p.execute(j);
     }
-    if (left.error) std::rethrow_exception(left.error);
-    if (right.error) std::rethrow_exception(right.error);
-    // Each half engages value whenever it leaves error empty.
-    // NOLINTBEGIN(bugprone-unchecked-optional-access)
-    return std::pair<typename join_half<F>::result, typename join_half<G>::result>{
-        std::move(*left.value), std::move(*right.value)};
-    // NOLINTEND(bugprone-unchecked-optional-access)
+  } else {
+    // From outside the pool the right half is a job of its own: counted,
+    // so that the pool is not destroyed (or its wait() satisfied) with it
+    // queued, and pushed as any outside submission.
+    const pool::ticket t = p.count_spawn();
+    const pool::submission_guard guard{p, t};  // destroyed last
+    right.forked_in = &p;
+    right.epoch = t.epoch;
+    right.counted_by = &p;
+    right.counted = t.cache;
+    try {
+      p.push(&right);
+    } catch (...) {
+      p.count_finished(*t.cache, t.epoch, 1);
+      throw;
+    }
+    left.invoke();
+    p.await(right.done);
   }
-};
+  if (left.error) std::rethrow_exception(left.error);
+  if (right.error) std::rethrow_exception(right.error);
+  // Each half engages value whenever it leaves error empty.
+  // NOLINTBEGIN(bugprone-unchecked-optional-access)
+  return std::pair<typename join_half<F>::result, typename join_half<G>::result>{
+      std::move(*left.value), std::move(*right.value)};
+  // NOLINTEND(bugprone-unchecked-optional-access)
+}
 
 }  // namespace detail
 

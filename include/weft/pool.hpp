@@ -11,7 +11,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -20,6 +22,7 @@
 #include "detail/backoff.hpp"
 #include "detail/config.hpp"
 #include "detail/context.hpp"
+#include "detail/fault.hpp"
 #include "detail/injector.hpp"
 #include "detail/job.hpp"
 #include "detail/lane.hpp"
@@ -50,7 +53,12 @@ struct pool_stats {
   std::size_t workers = 0;    // worker threads (0 in sequential mode)
   std::size_t job_slots = 0;  // heap-job slots allocated so far, all threads together
   std::size_t handoffs = 0;   // waits that reached the help-depth limit (docs/waiting.md)
-  std::size_t lanes = 0;      // submission lanes made for outside threads so far
+  // Hand-offs that could not start a thread; those waits helped on past the limit.
+  std::size_t handoff_failures = 0;
+  // Graph tasks that could not be queued (a queue could not grow for lack
+  // of memory) and ran on the thread that made them ready instead.
+  std::size_t unqueued_runs = 0;
+  std::size_t lanes = 0;  // submission lanes made for outside threads so far
 };
 
 class task_group;
@@ -88,14 +96,16 @@ class pool {
   // Throws graph_error if g is still running, is moved from, or has a cycle.
   future<void> run(graph& g);
 
-  // Returns when every job submitted so far, and every job those spawned,
-  // has finished; then rethrows the oldest exception a detached job left, if
-  // any. Throws usage_error when called from one of this pool's own jobs (it
+  // Returns when every job submitted before the call, and every job those
+  // spawned, has finished (jobs submitted meanwhile by other threads do not
+  // hold it up; docs/waiting.md); then rethrows the oldest exception a
+  // detached job left, if any. Throws usage_error when called from one of this pool's own jobs (it
   // would wait for itself): wait on a future or a task_group there instead.
   void wait();
 
   // Runs this pool's jobs on the calling thread until pred() holds. On a
-  // worker of another pool it runs that pool's jobs instead. When no job is
+  // worker of another pool it runs that pool's jobs instead (and this
+  // pool's too, if this pool is sequential). When no job is
   // available it backs off (spin, yield, then sleeps of up to 1 ms), since a
   // predicate cannot notify anybody.
   template <class P>
@@ -115,6 +125,11 @@ class pool {
   template <class R>
   friend class future;
 
+  // What a posted callable leaves to do once it has been destroyed.
+  struct no_epilogue {
+    void operator()() const noexcept {}
+  };
+
   template <class F>
   struct detached_call {
     template <class G>
@@ -122,12 +137,13 @@ class pool {
 
     pool* owner;
     F fn;
-    void operator()() noexcept {
+    no_epilogue operator()() noexcept {
       try {
         fn();
       } catch (...) {
         owner->report_error(std::current_exception());
       }
+      return {};
     }
   };
 
@@ -144,47 +160,97 @@ class pool {
 
   // Job accounting (docs/waiting.md, "When is a pool idle?"). Every job is
   // counted against a job cache: the spawning worker's own, the spawning
-  // outside thread's lane's, or the pool's shared external_cache_. Counts
-  // only grow; the pool is idle when every count of spawned jobs is matched
-  // by finished ones.
+  // outside thread's lane's, or the pool's shared external_cache_, in one of
+  // two epoch parities ("Waiting for what came before"). Counts only grow;
+  // the pool is idle when every count of spawned jobs is matched by
+  // finished ones.
 
-  // Counts one job spawned by the calling thread and returns the cache it
-  // is counted against (heap jobs are allocated from it too). Throws
-  // pool_closed if the pool is closing and the caller is not one of its jobs.
-  detail::job_cache& count_spawn();
-  // n jobs counted against c have finished (any thread).
-  void count_finished(detail::job_cache& c, std::uint64_t n) noexcept {
+  // How one job is counted.
+  struct ticket {
+    detail::job_cache* cache;  // counted against (heap jobs are allocated from it)
+    unsigned epoch;            // epoch parity
+    // The caller is not a worker of this pool: it must end the submission
+    // (end_submission) once it stops touching the pool.
+    bool submission;
+  };
+
+  // Counts one job spawned by the calling thread. Throws pool_closed if the
+  // pool is closing and the caller is not one of its jobs (the submission is
+  // then already ended).
+  ticket count_spawn();
+  ticket count_shared();
+  // The parity a job spawned now by the calling thread belongs to: its
+  // running job's, if that is a job of this pool; else the current epoch's.
+  [[nodiscard]] unsigned spawn_epoch() const noexcept {
+    unsigned e = 0;
+    if (detail::running_scope::find(this, e)) return e;
+    // seq_cst: ordered with the flip in drain_epochs(). A submission that
+    // reads the new epoch counts in the new parity; one that read the old
+    // epoch before the flip is concurrent with that wait, and whoever
+    // drains the old parity next waits for it (docs/waiting.md).
+    return static_cast<unsigned>(epoch_.load(std::memory_order_seq_cst) & 1);
+  }
+  // The last touch of the pool by a submitting thread that is not a worker.
+  void end_submission(const ticket& t) noexcept {
+    if (!t.submission) return;
+    std::atomic<std::uint64_t>& left = t.cache->left;
+    if (t.cache == &external_cache_) {
+      // Release pairs with the acquire load in submissions_ended().
+      left.fetch_add(1, std::memory_order_release);
+    } else {
+      // A lane's thread is its only writer. Release: as above.
+      left.store(left.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    }
+  }
+  // Ends a submission when the scope that counted it is left, however.
+  struct submission_guard {
+    pool& owner;
+    const ticket& t;
+    submission_guard(pool& p, const ticket& tk) noexcept : owner(p), t(tk) {}
+    submission_guard(const submission_guard&) = delete;
+    submission_guard& operator=(const submission_guard&) = delete;
+    ~submission_guard() { owner.end_submission(t); }
+  };
+  // n jobs counted against c in parity e have finished (any thread).
+  void count_finished(detail::job_cache& c, unsigned e, std::uint64_t n) noexcept {
     // seq_cst: see wake_idle_waiters().
-    c.finished.fetch_add(n, std::memory_order_seq_cst);
+    c.finished[e].fetch_add(n, std::memory_order_seq_cst);
     wake_idle_waiters();
   }
   // For work counted as a whole (a graph run): one job on the shared cache.
-  void enter() { (void)count_shared(); }
-  void leave() noexcept { count_finished(external_cache_, 1); }
-  detail::job_cache& count_shared();
+  ticket enter() { return count_shared(); }
+  void leave(unsigned e) noexcept { count_finished(external_cache_, e, 1); }
   // Throws pool_closed if the pool is closing and the caller is not one of
-  // its own jobs; the job counted against c is then counted finished.
-  void check_open(detail::job_cache& c);
-  // Whether every counted job has finished (a double collect: see .cpp).
-  [[nodiscard]] bool quiescent() const noexcept;
-  [[nodiscard]] std::uint64_t total(
-      std::atomic<std::uint64_t> detail::job_cache::*count) const noexcept;
+  // its own jobs; the job counted by t is then counted finished.
+  void check_open(const ticket& t);
+  // Whether every counted job of the given parities has finished (a double
+  // collect: see .cpp).
+  [[nodiscard]] bool quiescent(unsigned first_parity = 0, unsigned last_parity = 1) const noexcept;
+  [[nodiscard]] std::uint64_t total(std::atomic<std::uint64_t> (detail::job_cache::*count)[2],
+                                    unsigned first_parity, unsigned last_parity) const noexcept;
+  // Whether every submission by a thread that is not a worker has ended.
+  [[nodiscard]] bool submissions_ended() const noexcept;
+  // Waits until every job of epoch `target` and earlier has finished.
+  template <class Wait>
+  void drain_epochs(std::uint64_t target, Wait&& wait_until_drained);
   void wake_idle_waiters() noexcept {
     // seq_cst: the increment of a finished count before this and this load
-    // form a Dekker pair with block_until_idle()'s increment of
-    // idle_waiters_ and its quiescent() check, so either the waiter sees the
-    // jobs finished or this thread sees the waiter and notifies it.
+    // form a Dekker pair with block_until()'s increment of idle_waiters_
+    // and its check, so either the waiter sees the jobs finished or this
+    // thread sees the waiter and notifies it.
     if (idle_waiters_.load(std::memory_order_seq_cst) != 0) notify_idle();
   }
 
   // A heap job has run: free it and count it finished. A worker of this pool
-  // batches both and hands them over when it runs out of work (flush()).
+  // batches both and hands them over when it runs out of work (flush()), or
+  // after each job while a wait() needs the counts (flush_requested()).
   void retire(detail::heap_job* j) noexcept {
     detail::worker* self = detail::tls.self;
+    const unsigned e = j->epoch;
     if (self != nullptr && on_own_worker()) {
       if (j->home == &self->cache) {
         self->cache.release_local(j);
-        ++self->finished;
+        ++self->finished[e];
       } else {
         self->free_remote(j);
       }
@@ -192,7 +258,7 @@ class pool {
     }
     detail::job_cache& home = *j->home;
     home.release_remote(j, j);
-    count_finished(home, 1);
+    count_finished(home, e, 1);
   }
 
   // Owner only: hands over what worker w has batched. Called whenever the
@@ -201,11 +267,19 @@ class pool {
   // without waking anybody.
   void flush(detail::worker& w) noexcept {
     w.flush_remote();
-    if (w.finished != 0) {
+    for (unsigned e = 0; e < 2; ++e) {
+      if (w.finished[e] == 0) continue;
       // seq_cst: see wake_idle_waiters().
-      w.cache.finished.fetch_add(std::exchange(w.finished, 0), std::memory_order_seq_cst);
+      w.cache.finished[e].fetch_add(std::exchange(w.finished[e], 0), std::memory_order_seq_cst);
     }
     wake_idle_waiters();
+  }
+  // Whether a thread waits for an epoch to drain: workers then hand over
+  // their counts after every job instead of only when they run out of work.
+  [[nodiscard]] bool flush_requested() const noexcept {
+    // Relaxed: a late look only delays the hand-over by one job.
+    return idle_waiters_.load(std::memory_order_relaxed) != 0 ||
+           epoch_waiters_.load(std::memory_order_relaxed) != 0;
   }
 
   // Allocates a heap job, stores `C{args...}` in it, counts it and queues it.
@@ -220,14 +294,17 @@ class pool {
   // finished, so the counts still match.
   void discard(detail::heap_job* j) noexcept {
     detail::job_cache& home = *j->home;
+    const unsigned e = j->epoch;
     home.release_remote(j, j);
-    count_finished(home, 1);
+    count_finished(home, e, 1);
   }
 
   // Makes a job visible to the workers (or to the waiters, sequentially).
   void push(detail::job* j);
   // push() for n jobs; on a worker of this pool they are published at once.
-  void push_many(detail::job* const* jobs, std::size_t n);
+  // Returns how many were pushed (jobs[0, k)); fewer than n only when a
+  // queue could not grow for lack of memory.
+  std::size_t push_many(detail::job* const* jobs, std::size_t n) noexcept;
   detail::job* find_work(detail::worker* self);
   detail::job* find_elsewhere(detail::worker* self);
   detail::job* take_from_lanes(detail::worker* self);
@@ -241,10 +318,13 @@ class pool {
 
   // Runs jobs on this thread until done() holds; the one loop under every
   // wait. Nests at most detail::max_help_depth deep, then hands off.
+  // `also`: a second pool whose jobs the caller runs too (see wait_until).
   template <class Done>
-  void help_until(Done& done);
+  void help_until(Done& done, pool* also = nullptr);
+  // Runs body() on a fresh thread that takes over the calling thread's role
+  // (docs/waiting.md); false if no thread could be started.
   template <class Body>
-  void hand_off(Body& body);
+  bool hand_off(Body&& body);
 
   // Waits until done() holds the way the calling thread should
   // (docs/waiting.md): running this pool's jobs if it is sequential, running
@@ -255,7 +335,10 @@ class pool {
   template <class Done>
   static bool spin_briefly(Done& done);
   void await(const detail::latch& l);
-  void block_until_idle();
+  // Blocks until done() holds; done() must turn true only through counted
+  // jobs finishing (see wake_idle_waiters()).
+  template <class Done>
+  void block_until(Done& done);
   void notify_idle();
   void report_error(std::exception_ptr error) noexcept;
   void rethrow_pending_error();
@@ -277,11 +360,23 @@ class pool {
 
   // Set once by the destructor. Any thread reads.
   alignas(detail::cache_line) std::atomic<bool> closing_{false};
+  // The epoch new outside submissions belong to (its parity selects their
+  // counters); advanced by wait() (docs/waiting.md). Read by submitters.
+  std::atomic<std::uint64_t> epoch_{1};
 
-  // Threads blocked in block_until_idle(). Guarded for waiting by idle_mutex_.
+  // Threads blocked in block_until(). Guarded for waiting by idle_mutex_.
   alignas(detail::cache_line) std::atomic<std::size_t> idle_waiters_{0};
   std::mutex idle_mutex_;
   std::condition_variable idle_cv_;
+  // Threads in wait() (any of its phases); workers then flush after each job.
+  std::atomic<std::size_t> epoch_waiters_{0};
+  // The newest epoch whose jobs have all finished. Written under
+  // epoch_mutex_, read by waiters.
+  std::atomic<std::uint64_t> drained_epoch_{0};
+  std::mutex epoch_mutex_;
+  // Threads that are not workers running this pool's jobs (help_until):
+  // the destructor waits for them to leave.
+  std::atomic<std::size_t> visitors_{0};
 
   // Heap jobs for threads that are not workers; external_mutex_ makes the
   // lock holder the cache's owner.
@@ -297,6 +392,8 @@ class pool {
   std::deque<std::exception_ptr> errors_;
 
   std::atomic<std::size_t> handoffs_{0};
+  std::atomic<std::size_t> handoff_failures_{0};
+  std::atomic<std::size_t> unqueued_runs_{0};
 };
 
 // The pool join() uses outside any pool: created on first use with default
@@ -312,14 +409,16 @@ void pool::spawn(F&& f) {
 
 template <class C, class... Args>
 void pool::post(Args&&... args) {
-  detail::job_cache& origin = count_spawn();
+  const ticket t = count_spawn();
+  const submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
   detail::heap_job* j = nullptr;
   try {
-    j = allocate_job(origin);
+    j = allocate_job(*t.cache);
   } catch (...) {
-    count_finished(origin, 1);
+    count_finished(*t.cache, t.epoch, 1);
     throw;
   }
+  j->epoch = t.epoch;
   try {
     detail::construct_callable<C>(j, std::forward<Args>(args)...);
   } catch (...) {
@@ -341,8 +440,15 @@ void pool::run_posted(detail::job* base) noexcept {
   auto* j = static_cast<detail::heap_job*>(base);
   C* c = detail::callable_of<C>(j);
   pool* owner = c->owner;
-  (*c)();
-  detail::destroy_callable<C>(j);
+  {
+    const detail::running_scope running{owner, j->epoch};
+    auto epilogue = (*c)();
+    // The callable and its captures go before anybody waiting for the job
+    // is released (the epilogue, or the count below), so their destructors
+    // never run after the waiter returned.
+    detail::destroy_callable<C>(j);
+    epilogue();
+  }
   owner->retire(j);  // last: the pool may be destroyed once the job counts as finished
 }
 
@@ -351,33 +457,62 @@ void pool::wait_until(P&& pred) {
   auto done = [&pred] { return static_cast<bool>(pred()); };
   pool* own = detail::tls.owner;
   if (own != nullptr && own != this && !own->sequential()) {
-    own->help_until(done);
+    if (sequential()) {
+      // Nobody else runs a sequential pool's jobs: run them, and our own
+      // pool's jobs in between, since pred may depend on either.
+      help_until(done, own);
+    } else {
+      own->help_until(done);
+    }
   } else {
     help_until(done);
   }
 }
 
 template <class Done>
-void pool::help_until(Done& done) {
+void pool::help_until(Done& done, pool* also) {
   if (done()) return;
   detail::context& ctx = detail::tls;
-  if (ctx.depth >= detail::max_help_depth) {
-    auto body = [this, &done] { help_until(done); };
-    hand_off(body);
+  if (ctx.depth >= detail::max_help_depth &&
+      hand_off([this, &done, also] { help_until(done, also); })) {
     return;
   }
   ++ctx.depth;
-  struct depth_guard {
-    detail::context& ctx;
-    ~depth_guard() { --ctx.depth; }
-  } guard{ctx};
   detail::worker* self = ctx.owner == this ? ctx.self : nullptr;
+  // `also` is the pool the calling worker belongs to (wait_until on a
+  // sequential pool from a worker of another pool).
+  detail::worker* also_self = also != nullptr ? ctx.self : nullptr;
+  // A thread that is not one of our workers counts itself as a visitor, so
+  // that the destructor does not free the pool while it still runs a job.
+  const bool visiting = self == nullptr;
+  // Relaxed: entering only has to precede our jobs' finish counts, which it
+  // does in program order (the destructor sees those counts, then us).
+  if (visiting) visitors_.fetch_add(1, std::memory_order_relaxed);
+  struct exit_guard {
+    pool& p;
+    detail::context& ctx;
+    bool visiting;
+    exit_guard(pool& owner, detail::context& c, bool v) noexcept : p(owner), ctx(c), visiting(v) {}
+    exit_guard(const exit_guard&) = delete;
+    exit_guard& operator=(const exit_guard&) = delete;
+    ~exit_guard() {
+      --ctx.depth;
+      // Release pairs with the acquire load in the destructor: our last
+      // touch of the pool happens before it frees the pool.
+      if (visiting) p.visitors_.fetch_sub(1, std::memory_order_release);
+    }
+  } guard{*this, ctx, visiting};
   detail::backoff backoff;
   while (!done()) {
     if (detail::job* j = find_work(self)) {
       execute(j);
+      if (self != nullptr && flush_requested()) flush(*self);
+      backoff.reset();
+    } else if (detail::job* k = also != nullptr ? also->find_work(also_self) : nullptr) {
+      also->execute(k);
       backoff.reset();
     } else {
+      if (self != nullptr) flush(*self);
       backoff.pause();
     }
   }
@@ -406,21 +541,33 @@ bool pool::spin_briefly(Done& done) {
 }
 
 template <class Body>
-void pool::hand_off(Body& body) {
+bool pool::hand_off(Body&& body) {
   const detail::context saved = detail::tls;
   std::exception_ptr error;
-  std::thread helper([&] {
-    detail::tls = saved;
-    detail::tls.depth = 0;
-    try {
-      body();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
+  std::thread helper;
+  try {
+    if (detail::fault::thread_start_fails())
+      throw std::system_error(EAGAIN, std::generic_category());
+    helper = std::thread([&] {
+      detail::tls = saved;
+      detail::tls.depth = 0;
+      try {
+        body();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
+  } catch (...) {
+    // No thread to hand over to (std::system_error, or std::bad_alloc for
+    // its state): the caller keeps helping on its own stack, past the
+    // limit, rather than give up a wait (docs/waiting.md).
+    handoff_failures_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   helper.join();
   handoffs_.fetch_add(1, std::memory_order_relaxed);
   if (error) std::rethrow_exception(error);
+  return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -431,7 +578,8 @@ namespace detail {
 template <class R, class F>
 struct future_job final : future_state<R> {
   template <class G>
-  future_job(pool* owner, G&& g) : fn(std::forward<G>(g)) {
+  future_job(pool* owner, G&& g) {
+    fn.emplace(std::forward<G>(g));
     this->run = &run_job;
     this->owner = owner;
     this->destroy = &destroy_job;
@@ -441,15 +589,24 @@ struct future_job final : future_state<R> {
     auto* self = static_cast<future_job*>(base);
     pool* owner = self->owner;
     job_cache& counted = *self->counted;
-    try {
-      if constexpr (std::is_void_v<R>) {
-        self->fn();
-        self->value.emplace();
-      } else {
-        self->value.emplace(self->fn());
+    const unsigned epoch = self->epoch;
+    {
+      const running_scope running{owner, epoch};
+      try {
+        // NOLINTBEGIN(bugprone-unchecked-optional-access): engaged until here
+        if constexpr (std::is_void_v<R>) {
+          (*self->fn)();
+          self->value.emplace();
+        } else {
+          self->value.emplace((*self->fn)());
+        }
+        // NOLINTEND(bugprone-unchecked-optional-access)
+      } catch (...) {
+        self->error = std::current_exception();
       }
-    } catch (...) {
-      self->error = std::current_exception();
+      // The callable and its captures go before the future can see the
+      // result, so their destructors never run after get() returned.
+      self->fn.reset();
     }
     // Once the latch is set the future may take the result and go away. If
     // our release is the last one, the future was dropped unread: its
@@ -460,12 +617,12 @@ struct future_job final : future_state<R> {
       destroy_job(self);
     }
     // Last: the pool may be destroyed once the job counts as finished.
-    owner->count_finished(counted, 1);
+    owner->count_finished(counted, epoch, 1);
   }
 
   static void destroy_job(future_state<R>* s) noexcept { delete static_cast<future_job*>(s); }
 
-  F fn;
+  std::optional<F> fn;  // reset once it has run
 };
 
 }  // namespace detail
@@ -474,15 +631,17 @@ template <class F>
 future<std::invoke_result_t<std::decay_t<F>&>> pool::submit(F&& f) {
   using R = std::invoke_result_t<std::decay_t<F>&>;
   using state = detail::future_job<R, std::decay_t<F>>;
-  detail::job_cache& origin = count_spawn();
+  const ticket t = count_spawn();
+  const submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
   state* s = nullptr;
   try {
     s = new state(this, std::forward<F>(f));
-    s->counted = &origin;
+    s->counted = t.cache;
+    s->epoch = t.epoch;
     push(s);
   } catch (...) {
     delete s;
-    count_finished(origin, 1);
+    count_finished(*t.cache, t.epoch, 1);
     throw;
   }
   return future<R>(s);

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"
@@ -30,6 +31,7 @@ struct alignas(cache_line) worker {
       flush_remote();
       remote_home = j->home;
     }
+    ++remote_finished[j->epoch];
     if (remote_head == nullptr) remote_tail = j;
     j->next = remote_head;
     remote_head = j;
@@ -40,36 +42,83 @@ struct alignas(cache_line) worker {
   void flush_remote() noexcept {
     if (remote_head == nullptr) return;
     remote_home->release_remote(remote_head, remote_tail);
-    // seq_cst: pairs with pool::quiescent()'s loads and, through the pool's
-    // idle_waiters_ check after flushing, with a blocked waiter (docs/waiting.md).
-    remote_home->finished.fetch_add(remote_count, std::memory_order_seq_cst);
+    for (unsigned p = 0; p < 2; ++p) {
+      if (remote_finished[p] == 0) continue;
+      // seq_cst: pairs with pool::quiescent()'s loads and, through the
+      // pool's idle_waiters_ check after flushing, with a blocked waiter
+      // (docs/waiting.md).
+      remote_home->finished[p].fetch_add(std::exchange(remote_finished[p], 0),
+                                         std::memory_order_seq_cst);
+    }
     remote_head = remote_tail = nullptr;
     remote_count = 0;
   }
 
   static constexpr std::size_t remote_batch = 64;
 
-  work_deque<job*> deque;    // owner pushes and pops, any thread steals
-  job_cache cache;           // owner allocates, any thread frees
-  std::vector<job*> batch;   // owner only: scratch for injector batches
-  const std::size_t index;   // position in the pool
-  std::uint64_t rng;         // owner only: victim selection
-  std::size_t finished = 0;  // owner only: own jobs finished, not yet added to cache.finished
-  // Owner only: jobs of remote_home waiting for flush_remote() to hand them back.
+  work_deque<job*> deque;  // owner pushes and pops, any thread steals
+  job_cache cache;         // owner allocates, any thread frees
+  // Owner only: scratch for injector and lane batches, with room reserved
+  // for the largest batch, so that taking one never allocates.
+  std::vector<job*> batch;
+  const std::size_t index;  // position in the pool
+  std::uint64_t rng;        // owner only: victim selection
+  // Owner only: own jobs finished, per epoch parity, not yet added to
+  // cache.finished.
+  std::uint64_t finished[2] = {0, 0};
+  // Owner only: jobs of remote_home waiting for flush_remote() to hand them
+  // back, and how many of them per epoch parity.
   job_cache* remote_home = nullptr;
   heap_job* remote_head = nullptr;
   heap_job* remote_tail = nullptr;
   std::size_t remote_count = 0;
+  std::uint64_t remote_finished[2] = {0, 0};
   std::thread thread;  // written by the pool's constructor, joined by its destructor
 };
+
+class running_scope;
 
 struct context {
   pool* owner = nullptr;   // the pool this thread works for, if any
   worker* self = nullptr;  // this thread's worker slot (null in sequential mode)
   std::size_t depth = 0;   // help_until frames active on this stack
+  // The innermost job this thread is running (helping waits nest them).
+  const running_scope* running = nullptr;
 };
 
 // Constant-initialised, so access needs no TLS guard call.
 inline constinit thread_local context tls{};
+
+// Marks the calling thread as running a job of pool `p` with epoch parity
+// `epoch` for its lifetime. The scopes of the jobs a helping wait
+// interrupted stay linked below it: a job spawned into a pool inherits the
+// parity of the innermost running job of that pool (docs/waiting.md,
+// "Waiting for what came before").
+class running_scope {
+ public:
+  running_scope(const pool* p, unsigned epoch) noexcept
+      : pool_(p), epoch_(epoch), outer_(tls.running) {
+    tls.running = this;
+  }
+  running_scope(const running_scope&) = delete;
+  running_scope& operator=(const running_scope&) = delete;
+  ~running_scope() { tls.running = outer_; }
+
+  // The parity of the innermost job of p this thread runs; false if none.
+  static bool find(const pool* p, unsigned& epoch) noexcept {
+    for (const running_scope* s = tls.running; s != nullptr; s = s->outer_) {
+      if (s->pool_ == p) {
+        epoch = s->epoch_;
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  const pool* pool_;
+  unsigned epoch_;
+  const running_scope* outer_;
+};
 
 }  // namespace weft::detail

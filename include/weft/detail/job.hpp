@@ -30,7 +30,10 @@ class job_cache;
 // A job from a free list, with the callable stored inline when it fits.
 struct alignas(cache_line) heap_job : job {
   static constexpr std::size_t storage_size = cache_line - 3 * sizeof(void*);
-  heap_job* next = nullptr;   // free-list link
+  union {
+    heap_job* next = nullptr;  // while free: the free-list link
+    unsigned epoch;            // while queued or running: its epoch parity (pool::wait)
+  };
   job_cache* home = nullptr;  // the cache the memory belongs to
   alignas(void*) std::byte storage[storage_size];
 };
@@ -84,13 +87,19 @@ class job_cache {
                                             std::memory_order_relaxed));
   }
 
-  // Jobs counted against this cache (pool::quiescent() reads them): spawned
-  // is written by the cache's owner with stores, or, for a pool's shared
-  // cache, by any thread with fetch_add; finished by any thread with
-  // fetch_add. Both only grow. A line of their own: the owner writes
-  // spawned on every spawn, other threads rarely touch either.
-  alignas(cache_line) std::atomic<std::uint64_t> spawned{0};
-  std::atomic<std::uint64_t> finished{0};
+  // Jobs counted against this cache, per epoch parity (pool::wait() waits
+  // for one parity; docs/waiting.md): spawned is written by the cache's
+  // owner with stores, or, for a pool's shared cache, by any thread with
+  // fetch_add; finished by any thread with fetch_add. All only grow. A line
+  // of their own: the owner writes spawned on every spawn, other threads
+  // rarely touch them.
+  alignas(cache_line) std::atomic<std::uint64_t> spawned[2] = {0, 0};
+  std::atomic<std::uint64_t> finished[2] = {0, 0};
+  // Submissions by threads that are not workers which have finished touching
+  // the pool (pool::submission): the destructor waits until it matches the
+  // spawned total, so no submitter touches a destroyed pool. Written like
+  // spawned.
+  std::atomic<std::uint64_t> left{0};
 
   // Any thread; how many job slots this cache has allocated so far.
   [[nodiscard]] std::size_t capacity() const noexcept {
@@ -118,6 +127,9 @@ inline void job_cache::refill() {
   constexpr std::size_t first_chunk = 32;
   constexpr std::size_t doublings = 7;  // 32 << 7 == 4096
   const std::size_t n = first_chunk << std::min(chunks_.size(), doublings);
+  // Both allocations before anything changes, so a std::bad_alloc from
+  // either leaves the cache as it was (the push_back below cannot throw).
+  chunks_.reserve(chunks_.size() + 1);
   // Default-initialised: the callable storage is not cleared for nothing.
   auto chunk = std::make_unique_for_overwrite<heap_job[]>(n);
   for (std::size_t i = 0; i < n; ++i) {
