@@ -132,21 +132,10 @@ pool::~pool() {
   }
 }
 
-pool::ticket pool::count_spawn() {
-  detail::worker* self = detail::tls.self;
-  if (self != nullptr && on_own_worker()) {
-    // Relaxed: the job that spawns is running and counted, so the pool is
-    // not idle before it finishes, and its finish (a seq_cst RMW after this)
-    // makes this store visible to quiescent() (docs/waiting.md). Own jobs
-    // may spawn while the pool closes.
-    const unsigned e = spawn_epoch();
-    std::atomic<std::uint64_t>& n = self->cache.spawned[e];
-    n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return {&self->cache, e, false};
-  }
+pool::ticket pool::count_outside_spawn() {
   if (!sequential()) {
     if (detail::lane* l = my_lane()) {
-      const ticket t{&l->cache, spawn_epoch(), true};
+      const ticket t{&l->cache, spawn_epoch(), 1};
       std::atomic<std::uint64_t>& n = l->cache.spawned[t.epoch];
       // seq_cst: the lane's thread is the only writer; see check_open().
       n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
@@ -158,7 +147,7 @@ pool::ticket pool::count_spawn() {
 }
 
 pool::ticket pool::count_shared() {
-  const ticket t{&external_cache_, spawn_epoch(), true};
+  const ticket t{&external_cache_, spawn_epoch(), 1};
   // seq_cst: see check_open().
   external_cache_.spawned[t.epoch].fetch_add(1, std::memory_order_seq_cst);
   check_open(t);
@@ -275,6 +264,9 @@ std::size_t pool::push_many(detail::job* const* jobs, std::size_t n) noexcept {
 detail::job* pool::find_work(detail::worker* self) {
   if (self != nullptr) {
     if (detail::job* j = self->deque.pop()) return j;
+    // Going to look elsewhere is a good moment to hand our counts to a
+    // waiter: a feeder's long jobs each come from elsewhere.
+    if (flush_requested()) hand_over_counts(*self);
   }
   return find_elsewhere(self);
 }
@@ -402,7 +394,14 @@ void pool::block_until(Done& done) {
   std::unique_lock lock{idle_mutex_};
   // seq_cst: see wake_idle_waiters().
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  idle_cv_.wait(lock, done);
+  // Relaxed: a hint for the workers (flush_requested()).
+  flush_wanted_.fetch_add(1, std::memory_order_relaxed);
+  // A worker that runs out of work wakes us (flush()). One that never does
+  // hands its counts over without waking anybody (flush_now_and_then()), so
+  // re-check every millisecond: only while somebody waits on a busy pool.
+  while (!idle_cv_.wait_for(lock, std::chrono::milliseconds{1}, done)) {
+  }
+  flush_wanted_.fetch_sub(1, std::memory_order_relaxed);
   idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -479,12 +478,19 @@ void pool::wait() {
   // Jobs submitted from now on belong to a later epoch than target; the
   // ones submitted so far, and everything they spawn, to target or earlier.
   const std::uint64_t target = epoch_.load(std::memory_order_seq_cst);
-  // Relaxed: a hint for workers to hand over their counts (flush_requested).
-  epoch_waiters_.fetch_add(1, std::memory_order_relaxed);
+  // A worker of another pool waits by helping its own pool and never blocks
+  // here: tell our workers to hand over their counts meanwhile
+  // (flush_requested). A blocking waiter does so through idle_waiters_.
+  const pool* own = detail::tls.owner;
+  const bool helping = !sequential() && own != nullptr && !own->sequential();
+  // Relaxed: a hint; see flush_requested().
+  if (helping) flush_wanted_.fetch_add(1, std::memory_order_relaxed);
   struct leave_guard {
-    std::atomic<std::size_t>& waiters;
-    ~leave_guard() { waiters.fetch_sub(1, std::memory_order_relaxed); }
-  } guard{epoch_waiters_};
+    std::atomic<std::size_t>* waiters;
+    ~leave_guard() {
+      if (waiters != nullptr) waiters->fetch_sub(1, std::memory_order_relaxed);
+    }
+  } guard{helping ? &flush_wanted_ : nullptr};
   drain_epochs(target, [this](unsigned parity) {
     auto drained = [this, parity] { return quiescent(parity, parity); };
     wait_for(drained, [&] { block_until(drained); });
@@ -517,7 +523,7 @@ void pool::worker_main(detail::worker& w) {
     }
     if (j == nullptr) return;  // the pool is stopping
     execute(j);
-    if (flush_requested()) flush(w);
+    flush_now_and_then(w);
   }
 }
 
@@ -611,7 +617,9 @@ void task_group::wait_idle() {
     if (pool::spin_briefly(done)) return;
     detail::parker& self = detail::parker::current();
     waiter_ = &self;
-    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    // Acquire: if the count is already zero we return at once, and must see
+    // the jobs' writes (pairs with the acq_rel CAS in finish()).
+    std::uint64_t s = state_.load(std::memory_order_acquire);
     do {
       if ((s & count_mask) == 0) return;
       // Release pairs with the acq_rel CAS in finish(): the last job sees

@@ -18,6 +18,8 @@ namespace detail {
 
 template <class F>
 struct join_half;
+template <class G>
+struct stealable_half;
 
 struct join_access {
   template <class F, class G>
@@ -26,6 +28,12 @@ struct join_access {
   static void count_finished(pool& p, job_cache& c, unsigned epoch) noexcept {
     p.count_finished(c, epoch, 1);
   }
+  // The epoch parity of a half a worker of p forked under `scope`.
+  static unsigned epoch_of(const pool& p, const running_scope* scope) noexcept {
+    unsigned epoch = 0;
+    if (!running_scope::find(scope, &p, epoch)) epoch = p.spawn_epoch();
+    return epoch;
+  }
 };
 
 // One side of a join, living in the joining thread's stack frame.
@@ -33,7 +41,7 @@ template <class F>
 struct join_half : job {
   using result = result_t<std::invoke_result_t<F&>>;
 
-  explicit join_half(F& f) noexcept : fn(&f) { run = &run_stolen; }
+  explicit join_half(F& f) noexcept : fn(&f) {}
 
   void invoke() noexcept {
     try {
@@ -48,42 +56,50 @@ struct join_half : job {
     }
   }
 
+  F* fn;
+  std::optional<result> value;
+  std::exception_ptr error;
+};
+
+// The second half, which another thread may take from a queue and run. The
+// fields below are written only by the path that queues it, just before.
+template <class G>
+struct stealable_half : join_half<G> {
+  explicit stealable_half(G& g) noexcept : join_half<G>(g) { this->run = &run_stolen; }
+
   // Run by whoever took this half from a queue; the joining thread may return
   // (and this object vanish) as soon as done is set.
   static void run_stolen(job* base) noexcept {
-    auto* self = static_cast<join_half*>(base);
-    pool* const counted_by = self->counted_by;
+    auto* self = static_cast<stealable_half*>(base);
+    pool* const forked_in = self->forked_in;
     job_cache* const counted = self->counted;
-    const unsigned epoch = self->epoch;
+    // The half belongs to the job that forked it: jobs it spawns count in
+    // that job's epoch, found in the joiner's scopes (alive: the joiner
+    // waits for this half), or given with the half when it was forked from
+    // outside.
+    const unsigned epoch =
+        counted != nullptr ? self->epoch : join_access::epoch_of(*forked_in, self->forked_under);
     {
-      // The half belongs to the job that forked it: jobs it spawns count in
-      // that job's epoch.
-      const running_scope running{self->forked_in, epoch};
+      const running_scope running{forked_in, epoch};
       self->invoke();
     }
     self->done.set();
     // A half pushed by a thread that is not a worker is a job of its own.
     // Last: the pool may be destroyed once it counts as finished.
-    if (counted != nullptr) join_access::count_finished(*counted_by, *counted, epoch);
+    if (counted != nullptr) join_access::count_finished(*forked_in, *counted, epoch);
   }
 
-  F* fn;
-  std::optional<result> value;
-  std::exception_ptr error;
   latch done;
-  // The pool and epoch parity of the job that forked this half, for the
-  // jobs it spawns when it runs on another thread.
-  const pool* forked_in = nullptr;
-  unsigned epoch = 0;
-  // Set when the half is counted as a job of its own (forked from outside).
-  pool* counted_by = nullptr;
-  job_cache* counted = nullptr;
+  pool* forked_in;                    // the pool it was queued in
+  const running_scope* forked_under;  // a worker's fork: the joiner's innermost job
+  job_cache* counted;                 // an outside fork: counted as a job of its own,
+  unsigned epoch;                     // against this cache and parity
 };
 
 template <class F, class G>
 auto join_access::run(pool& p, F& f, G& g) {
   join_half<F> left{f};
-  join_half<G> right{g};
+  stealable_half<G> right{g};
   context& ctx = tls;
   if (p.sequential()) {
     left.invoke();
@@ -91,7 +107,8 @@ auto join_access::run(pool& p, F& f, G& g) {
   } else if (ctx.owner == &p) {
     worker* self = ctx.self;
     right.forked_in = &p;
-    right.epoch = p.spawn_epoch();
+    right.forked_under = ctx.running;  // read only if the half is stolen
+    right.counted = nullptr;
     self->deque.push(&right);
     p.sleep_.new_work();
     left.invoke();
@@ -117,8 +134,8 @@ auto join_access::run(pool& p, F& f, G& g) {
     const pool::ticket t = p.count_spawn();
     const pool::submission_guard guard{p, t};  // destroyed last
     right.forked_in = &p;
+    right.forked_under = nullptr;
     right.epoch = t.epoch;
-    right.counted_by = &p;
     right.counted = t.cache;
     try {
       p.push(&right);

@@ -166,18 +166,34 @@ class pool {
   // finished ones.
 
   // How one job is counted.
+  // Two words, so that it comes back in registers.
   struct ticket {
     detail::job_cache* cache;  // counted against (heap jobs are allocated from it)
-    unsigned epoch;            // epoch parity
-    // The caller is not a worker of this pool: it must end the submission
-    // (end_submission) once it stops touching the pool.
-    bool submission;
+    std::uint32_t epoch;       // epoch parity
+    // Non-zero when the caller is not a worker of this pool: it must end the
+    // submission (end_submission) once it stops touching the pool.
+    std::uint32_t submission;
   };
 
   // Counts one job spawned by the calling thread. Throws pool_closed if the
   // pool is closing and the caller is not one of its jobs (the submission is
   // then already ended).
-  ticket count_spawn();
+  ticket count_spawn() {
+    detail::worker* self = detail::tls.self;
+    if (self != nullptr && on_own_worker()) {
+      // Relaxed: the job that spawns is running and counted, so the pool is
+      // not idle before it finishes, and its finish (a seq_cst RMW after
+      // this) makes this store visible to quiescent() (docs/waiting.md). Own
+      // jobs may spawn while the pool closes.
+      const unsigned e = spawn_epoch();
+      std::atomic<std::uint64_t>& n = self->cache.spawned[e];
+      n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return {&self->cache, e, 0};
+    }
+    return count_outside_spawn();
+  }
+  // count_spawn() for a thread that is not a worker of this pool.
+  ticket count_outside_spawn();
   ticket count_shared();
   // The parity a job spawned now by the calling thread belongs to: its
   // running job's, if that is a job of this pool; else the current epoch's.
@@ -243,7 +259,7 @@ class pool {
 
   // A heap job has run: free it and count it finished. A worker of this pool
   // batches both and hands them over when it runs out of work (flush()), or
-  // after each job while a wait() needs the counts (flush_requested()).
+  // every few jobs while a wait() needs the counts (flush_now_and_then()).
   void retire(detail::heap_job* j) noexcept {
     detail::worker* self = detail::tls.self;
     const unsigned e = j->epoch;
@@ -261,26 +277,48 @@ class pool {
     count_finished(home, e, 1);
   }
 
-  // Owner only: hands over what worker w has batched. Called whenever the
-  // worker runs out of work; it wakes idle waiters even when nothing is left
-  // to hand over, since free_remote() may have counted jobs finished earlier
-  // without waking anybody.
-  void flush(detail::worker& w) noexcept {
+  // Owner only: hands over the counts worker w has deferred (and the jobs
+  // of other caches it has chained); true if there were any. Wakes nobody.
+  bool hand_over_counts(detail::worker& w) noexcept {
+    bool any = w.remote_head != nullptr;
     w.flush_remote();
     for (unsigned e = 0; e < 2; ++e) {
       if (w.finished[e] == 0) continue;
+      any = true;
       // seq_cst: see wake_idle_waiters().
       w.cache.finished[e].fetch_add(std::exchange(w.finished[e], 0), std::memory_order_seq_cst);
     }
+    w.jobs_since_flush = 0;
+    return any;
+  }
+
+  // Owner only: hands over what worker w has batched and wakes blocked
+  // waiters. Called whenever the worker runs out of work; it wakes them even
+  // when nothing is left to hand over, since free_remote() may have counted
+  // jobs finished earlier without waking anybody.
+  void flush(detail::worker& w) noexcept {
+    hand_over_counts(w);
     wake_idle_waiters();
   }
-  // Whether a thread waits for an epoch to drain: workers then hand over
-  // their counts after every job instead of only when they run out of work.
+
+  // Whether a thread is blocked in wait() (or the destructor), or waits in
+  // wait() by helping another pool: a worker that never runs out of work (a
+  // steady feeder) must then still hand its counts over now and then. A
+  // waiter's first 20 us of spinning ask for nothing, so that short waits do
+  // not make the workers write the counters the waiter polls.
   [[nodiscard]] bool flush_requested() const noexcept {
-    // Relaxed: a late look only delays the hand-over by one job.
-    return idle_waiters_.load(std::memory_order_relaxed) != 0 ||
-           epoch_waiters_.load(std::memory_order_relaxed) != 0;
+    // Relaxed: a late look only delays the hand-over by a few jobs.
+    return flush_wanted_.load(std::memory_order_relaxed) != 0;
   }
+
+  // Owner only, after each job: while a wait() needs the counts, hands them
+  // over every flush_interval jobs. It wakes nobody: a blocked waiter
+  // re-checks on its own every millisecond while the pool is busy
+  // (block_until), which costs far less than a wake-up per hand-over.
+  void flush_now_and_then(detail::worker& w) noexcept {
+    if (flush_requested() && ++w.jobs_since_flush >= flush_interval) hand_over_counts(w);
+  }
+  static constexpr std::uint32_t flush_interval = 32;
 
   // Allocates a heap job, stores `C{args...}` in it, counts it and queues it.
   template <class C, class... Args>
@@ -320,7 +358,12 @@ class pool {
   // wait. Nests at most detail::max_help_depth deep, then hands off.
   // `also`: a second pool whose jobs the caller runs too (see wait_until).
   template <class Done>
-  void help_until(Done& done, pool* also = nullptr);
+  void help_until(Done& done) {
+    help_loop<false>(done, nullptr);
+  }
+  // The loop of help_until; with Both, it also runs `also`'s jobs.
+  template <bool Both, class Done>
+  void help_loop(Done& done, pool* also);
   // Runs body() on a fresh thread that takes over the calling thread's role
   // (docs/waiting.md); false if no thread could be started.
   template <class Body>
@@ -364,12 +407,13 @@ class pool {
   // counters); advanced by wait() (docs/waiting.md). Read by submitters.
   std::atomic<std::uint64_t> epoch_{1};
 
+  // Blocked waiters plus waiters helping another pool (flush_requested()).
+  // Read by workers after every job: a line of its own, written rarely.
+  alignas(detail::cache_line) std::atomic<std::size_t> flush_wanted_{0};
   // Threads blocked in block_until(). Guarded for waiting by idle_mutex_.
   alignas(detail::cache_line) std::atomic<std::size_t> idle_waiters_{0};
   std::mutex idle_mutex_;
   std::condition_variable idle_cv_;
-  // Threads in wait() (any of its phases); workers then flush after each job.
-  std::atomic<std::size_t> epoch_waiters_{0};
   // The newest epoch whose jobs have all finished. Written under
   // epoch_mutex_, read by waiters.
   std::atomic<std::uint64_t> drained_epoch_{0};
@@ -460,7 +504,7 @@ void pool::wait_until(P&& pred) {
     if (sequential()) {
       // Nobody else runs a sequential pool's jobs: run them, and our own
       // pool's jobs in between, since pred may depend on either.
-      help_until(done, own);
+      help_loop<true>(done, own);
     } else {
       own->help_until(done);
     }
@@ -469,19 +513,19 @@ void pool::wait_until(P&& pred) {
   }
 }
 
-template <class Done>
-void pool::help_until(Done& done, pool* also) {
+template <bool Both, class Done>
+void pool::help_loop(Done& done, pool* also) {
   if (done()) return;
   detail::context& ctx = detail::tls;
   if (ctx.depth >= detail::max_help_depth &&
-      hand_off([this, &done, also] { help_until(done, also); })) {
+      hand_off([this, &done, also] { help_loop<Both>(done, also); })) {
     return;
   }
   ++ctx.depth;
   detail::worker* self = ctx.owner == this ? ctx.self : nullptr;
   // `also` is the pool the calling worker belongs to (wait_until on a
   // sequential pool from a worker of another pool).
-  detail::worker* also_self = also != nullptr ? ctx.self : nullptr;
+  detail::worker* also_self = Both ? ctx.self : nullptr;
   // A thread that is not one of our workers counts itself as a visitor, so
   // that the destructor does not free the pool while it still runs a job.
   const bool visiting = self == nullptr;
@@ -506,15 +550,20 @@ void pool::help_until(Done& done, pool* also) {
   while (!done()) {
     if (detail::job* j = find_work(self)) {
       execute(j);
-      if (self != nullptr && flush_requested()) flush(*self);
+      if (self != nullptr) flush_now_and_then(*self);
       backoff.reset();
-    } else if (detail::job* k = also != nullptr ? also->find_work(also_self) : nullptr) {
-      also->execute(k);
-      backoff.reset();
-    } else {
-      if (self != nullptr) flush(*self);
-      backoff.pause();
+      continue;
     }
+    if constexpr (Both) {
+      if (detail::job* k = also->find_work(also_self)) {
+        also->execute(k);
+        backoff.reset();
+        continue;
+      }
+    }
+    // A wait() on this pool needs our counts even while we wait here.
+    if (self != nullptr && flush_requested() && hand_over_counts(*self)) wake_idle_waiters();
+    backoff.pause();
   }
 }
 

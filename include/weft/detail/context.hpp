@@ -73,6 +73,7 @@ struct alignas(cache_line) worker {
   heap_job* remote_tail = nullptr;
   std::size_t remote_count = 0;
   std::uint64_t remote_finished[2] = {0, 0};
+  std::uint32_t jobs_since_flush = 0;  // owner only: see pool::flush_now_and_then()
   std::thread thread;  // written by the pool's constructor, joined by its destructor
 };
 
@@ -105,8 +106,11 @@ class running_scope {
   ~running_scope() { tls.running = outer_; }
 
   // The parity of the innermost job of p this thread runs; false if none.
-  static bool find(const pool* p, unsigned& epoch) noexcept {
-    for (const running_scope* s = tls.running; s != nullptr; s = s->outer_) {
+  static bool find(const pool* p, unsigned& epoch) noexcept { return find(tls.running, p, epoch); }
+  // The same, among `innermost` and the scopes below it (another thread's,
+  // which must stay alive meanwhile: a joiner's, while its half runs).
+  static bool find(const running_scope* innermost, const pool* p, unsigned& epoch) noexcept {
+    for (const running_scope* s = innermost; s != nullptr; s = s->outer_) {
       if (s->pool_ == p) {
         epoch = s->epoch_;
         return true;
