@@ -2,7 +2,7 @@
 # Installs the Debian/Ubuntu packages weft needs, and only those missing.
 #
 #   scripts/deps.sh test    compiler, CMake, GoogleTest, clang-format/-tidy, graphviz,
-#                           gdb (the soak's watchdog)
+#                           spin (the model checker) and gdb (the soak's watchdog)
 #                           (clang-tidy-16 too: clang-tidy 14 cannot parse
 #                           libstdc++ 12's <ranges> in C++20 mode)
 #   scripts/deps.sh bench   compiler, CMake, Google Benchmark, oneTBB
@@ -18,7 +18,7 @@ usage() {
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz gdb) ;;
+  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz spin gdb) ;;
   bench) packages=(g++ cmake make libbenchmark-dev libtbb-dev) ;;
   *) usage ;;
 esac

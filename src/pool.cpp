@@ -134,23 +134,58 @@ pool::~pool() {
 
 pool::ticket pool::count_outside_spawn() {
   if (!sequential()) {
-    if (detail::lane* l = my_lane()) {
-      const ticket t{&l->cache, spawn_epoch(), 1};
-      std::atomic<std::uint64_t>& n = l->cache.spawned[t.epoch];
-      // seq_cst: the lane's thread is the only writer; see check_open().
-      n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
-      check_open(t);
-      return t;
-    }
+    if (detail::lane* l = my_lane()) return count_against(l->cache);
   }
   return count_shared();
 }
 
-pool::ticket pool::count_shared() {
-  const ticket t{&external_cache_, spawn_epoch(), 1};
-  // seq_cst: see check_open().
-  external_cache_.spawned[t.epoch].fetch_add(1, std::memory_order_seq_cst);
+pool::ticket pool::count_shared() { return count_against(external_cache_); }
+
+void pool::add_spawned(detail::job_cache& c, unsigned epoch) {
+  std::atomic<std::uint64_t>& n = c.spawned[epoch];
+  // seq_cst: see check_open() and count_against().
+  if (&c == &external_cache_) {
+    n.fetch_add(1, std::memory_order_seq_cst);
+  } else {
+    // A lane's thread is its only writer.
+    n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  }
+}
+
+pool::ticket pool::count_against(detail::job_cache& c) {
+  unsigned inherited = 0;
+  if (detail::running_scope::find(this, inherited)) {
+    // A job of ours, run by a thread that is not our worker: its spawns
+    // belong to its epoch, which cannot drain before it finishes.
+    ticket t{&c, inherited, 1};
+    add_spawned(c, t.epoch);
+    check_open(t);
+    return t;
+  }
+  // seq_cst, as the re-reads below: ordered with the flip in drain_epochs().
+  std::uint64_t seen = epoch_.load(std::memory_order_seq_cst);
+  ticket t{&c, static_cast<unsigned>(seen & 1), 1};
+  add_spawned(c, t.epoch);
   check_open(t);
+  // A wait() may have flipped the epoch between our read and our count, and
+  // seen that parity drained without us: then a later wait() would not
+  // wait for this job although it was submitted before that wait began.
+  // So read the epoch again: while it moves, move the job to the current
+  // parity (counts only grow: count it there, and count it finished in the
+  // old one). Once a re-read finds it where it was, any later flip comes
+  // after our count in the seq_cst order, and the flipping waiter's collect
+  // sees it (verify/idle.pml, docs/waiting.md).
+  for (;;) {
+    const std::uint64_t now = epoch_.load(std::memory_order_seq_cst);
+    if (now == seen) break;
+    const auto parity = static_cast<unsigned>(now & 1);
+    if (parity != t.epoch) {
+      add_spawned(c, parity);
+      count_finished(c, t.epoch, 1);
+      t.epoch = parity;
+    }
+    seen = now;
+  }
   return t;
 }
 
@@ -430,13 +465,22 @@ void pool::drain_epochs(std::uint64_t target, Wait&& wait_until_drained) {
         epoch_.store(e + 1, std::memory_order_seq_cst);
       }
     }
-    const auto parity = static_cast<unsigned>(e & 1);
-    wait_until_drained(parity);
-    std::lock_guard lock{epoch_mutex_};
-    if (drained_epoch_.load(std::memory_order_relaxed) < e) {
-      // Release pairs with the acquire load above.
-      drained_epoch_.store(e, std::memory_order_release);
+    // Until the parity is quiescent, or another waiter has seen epoch e
+    // drained: after that the parity may be reused for epoch e + 2, whose
+    // jobs came after us.
+    wait_until_drained(e);
+    bool recorded = false;
+    {
+      std::lock_guard lock{epoch_mutex_};
+      if (drained_epoch_.load(std::memory_order_relaxed) < e) {
+        // Release pairs with the acquire loads above and in wait().
+        drained_epoch_.store(e, std::memory_order_release);
+        recorded = true;
+      }
     }
+    // Other waiters blocked on epoch e may stop now. seq_cst: as in
+    // wake_idle_waiters(), against a blocking waiter's increment and check.
+    if (recorded && idle_waiters_.load(std::memory_order_seq_cst) != 0) notify_idle();
   }
 }
 
@@ -491,8 +535,12 @@ void pool::wait() {
       if (waiters != nullptr) waiters->fetch_sub(1, std::memory_order_relaxed);
     }
   } guard{helping ? &flush_wanted_ : nullptr};
-  drain_epochs(target, [this](unsigned parity) {
-    auto drained = [this, parity] { return quiescent(parity, parity); };
+  drain_epochs(target, [this](std::uint64_t e) {
+    const auto parity = static_cast<unsigned>(e & 1);
+    auto drained = [this, parity, e] {
+      // Acquire pairs with the release store in drain_epochs().
+      return drained_epoch_.load(std::memory_order_acquire) >= e || quiescent(parity, parity);
+    };
     wait_for(drained, [&] { block_until(drained); });
   });
   rethrow_pending_error();

@@ -195,6 +195,10 @@ class pool {
   // count_spawn() for a thread that is not a worker of this pool.
   ticket count_outside_spawn();
   ticket count_shared();
+  // Counts a job of a thread that is not our worker against c (a lane's
+  // cache, or the shared one), in the right epoch.
+  ticket count_against(detail::job_cache& c);
+  void add_spawned(detail::job_cache& c, unsigned epoch);
   // The parity a job spawned now by the calling thread belongs to: its
   // running job's, if that is a job of this pool; else the current epoch's.
   [[nodiscard]] unsigned spawn_epoch() const noexcept {
