@@ -1,22 +1,19 @@
 // Round trip: OpenMP, in a parallel region of 2 threads. Thread 0 (the main
-// thread) creates one `task` per round trip and waits for it on an atomic
-// counter with std::atomic::wait, outside any task scheduling point, so it
-// never runs the task itself; thread 1 waits at the region's closing
-// barrier, where libgomp wakes it to run queued tasks.
+// thread) creates one `task` per round trip and waits for it with
+// bench::completion, outside any task scheduling point, so it never runs the
+// task itself; thread 1 waits at the region's closing barrier, where libgomp
+// wakes it to run queued tasks.
 #include <omp.h>
 
-#include <atomic>
-#include <cstdint>
-
+#include "common/completion.hpp"
 #include "round_trip/round_trip.hpp"
 
 namespace {
 
 // Lives until the region's closing barrier, which completes every task.
 struct channel {
-  bool ran_elsewhere = false;              // written by the task before `finished`
-  std::atomic<std::uint64_t> finished{0};  // tasks whose result is published
-  std::uint64_t trips = 0;                 // caller only
+  bool ran_elsewhere = false;  // written by the task before it publishes
+  bench::completion done;
 };
 
 bool trip(channel* ch) {
@@ -24,16 +21,10 @@ bool trip(channel* ch) {
 #pragma omp task firstprivate(ch)
   {
     ch->ran_elsewhere = omp_get_thread_num() != 0;
-    // Pairs with the acquire loads below: ran_elsewhere is visible to the
-    // caller once it sees the new count.
-    ch->finished.fetch_add(1, std::memory_order_release);
-    ch->finished.notify_one();
+    ch->done.publish();
   }
-  ++ch->trips;
-  for (std::uint64_t seen = ch->finished.load(std::memory_order_acquire); seen != ch->trips;
-       seen = ch->finished.load(std::memory_order_acquire)) {
-    ch->finished.wait(seen, std::memory_order_acquire);
-  }
+  ch->done.issue();
+  ch->done.await();
   return ch->ran_elsewhere;
 }
 

@@ -1,21 +1,19 @@
 // Wake-up latency: OpenMP, in a parallel region of 2 threads, as in
 // round_trip/omp.cpp: thread 0 sleeps 1 ms, creates one task and waits for
-// it on an atomic counter outside any task scheduling point; thread 1 waits
-// at the region's closing barrier, where libgomp wakes it to run the task.
+// it with bench::completion outside any task scheduling point; thread 1
+// waits at the region's closing barrier, where libgomp wakes it to run the
+// task.
 #include <omp.h>
 
-#include <atomic>
-#include <cstdint>
-
+#include "common/completion.hpp"
 #include "wake_latency/wake_latency.hpp"
 
 namespace {
 
 // Lives until the region's closing barrier, which completes every task.
 struct channel {
-  bool ran_elsewhere = false;              // written by the task before `finished`
-  std::atomic<std::uint64_t> finished{0};  // tasks whose result is published
-  std::uint64_t jobs = 0;                  // caller only
+  bool ran_elsewhere = false;  // written by the task before it publishes
+  bench::completion done;
 };
 
 bool hand_over(channel* ch, std::chrono::steady_clock::time_point* started) {
@@ -24,15 +22,10 @@ bool hand_over(channel* ch, std::chrono::steady_clock::time_point* started) {
   {
     *started = std::chrono::steady_clock::now();
     ch->ran_elsewhere = omp_get_thread_num() != 0;
-    // Pairs with the acquire loads below.
-    ch->finished.fetch_add(1, std::memory_order_release);
-    ch->finished.notify_one();
+    ch->done.publish();
   }
-  ++ch->jobs;
-  for (std::uint64_t seen = ch->finished.load(std::memory_order_acquire); seen != ch->jobs;
-       seen = ch->finished.load(std::memory_order_acquire)) {
-    ch->finished.wait(seen, std::memory_order_acquire);
-  }
+  ch->done.issue();
+  ch->done.await();
   return ch->ran_elsewhere;
 }
 

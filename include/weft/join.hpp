@@ -74,11 +74,8 @@ struct stealable_half : join_half<G> {
     pool* const forked_in = self->forked_in;
     job_cache* const counted = self->counted;
     // The half belongs to the job that forked it: jobs it spawns count in
-    // that job's epoch, found in the joiner's scopes (alive: the joiner
-    // waits for this half), or given with the half when it was forked from
-    // outside.
-    const unsigned epoch =
-        counted != nullptr ? self->epoch : join_access::epoch_of(*forked_in, self->forked_under);
+    // that job's epoch.
+    const unsigned epoch = self->epoch;
     {
       const running_scope running{forked_in, epoch};
       self->invoke();
@@ -90,10 +87,9 @@ struct stealable_half : join_half<G> {
   }
 
   latch done;
-  pool* forked_in;                    // the pool it was queued in
-  const running_scope* forked_under;  // a worker's fork: the joiner's innermost job
-  job_cache* counted;                 // an outside fork: counted as a job of its own,
-  unsigned epoch;                     // against this cache and parity
+  pool* forked_in;     // the pool it was queued in
+  unsigned epoch;      // the forking job's epoch parity
+  job_cache* counted;  // an outside fork: counted as a job of its own, here
 };
 
 template <class F, class G>
@@ -107,7 +103,11 @@ auto join_access::run(pool& p, F& f, G& g) {
   } else if (ctx.owner == &p) {
     worker* self = ctx.self;
     right.forked_in = &p;
-    right.forked_under = ctx.running;  // read only if the half is stolen
+    // The joiner's innermost job is almost always one of p's (then this is
+    // two loads from our own stack); a thief must not walk our scopes.
+    const running_scope* inner = ctx.running;
+    right.epoch =
+        inner != nullptr && inner->owner() == &p ? inner->epoch() : join_access::epoch_of(p, inner);
     right.counted = nullptr;
     self->deque.push(&right);
     p.sleep_.new_work();
@@ -134,7 +134,6 @@ auto join_access::run(pool& p, F& f, G& g) {
     const pool::ticket t = p.count_spawn();
     const pool::submission_guard guard{p, t};  // destroyed last
     right.forked_in = &p;
-    right.forked_under = nullptr;
     right.epoch = t.epoch;
     right.counted = t.cache;
     try {

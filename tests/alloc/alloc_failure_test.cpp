@@ -17,18 +17,18 @@
 #include <vector>
 #include <weft/weft.hpp>
 
+#include "support/replace_new.hpp"
 #include "support/support.hpp"
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define WEFT_ALLOC_TEST_INJECTS 1
+#ifdef WEFT_TEST_REPLACES_NEW
 namespace {
 // Allocations left before the one that fails; 0 when disarmed.
 std::atomic<long> countdown{0};
 std::atomic<long> failures{0};
-void* where[16];
+void* where[16];  // the stack of the last failure, printed if nobody was told
 int where_depth = 0;
 
-void* failing_alloc(std::size_t n, std::size_t alignment) {
+void fail_kth_allocation() {
   // Relaxed: the test arms and disarms from its own thread and only needs
   // one failure somewhere in the window.
   if (countdown.load(std::memory_order_relaxed) > 0 &&
@@ -37,27 +37,8 @@ void* failing_alloc(std::size_t n, std::size_t alignment) {
     where_depth = backtrace(where, 16);
     throw std::bad_alloc();
   }
-  void* p = alignment <= alignof(std::max_align_t)
-                ? std::malloc(n == 0 ? 1 : n)
-                : std::aligned_alloc(alignment, (n + alignment - 1) / alignment * alignment);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
 }
 }  // namespace
-
-// GCC pairs the free() below with the new-expressions it inlines this into and
-// warns; new and delete are replaced together here, so they do match.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) { return failing_alloc(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  return failing_alloc(n, static_cast<std::size_t>(a));
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
 #endif
 
 namespace {
@@ -160,9 +141,10 @@ struct tally {
 }
 
 TEST_P(alloc_failure, no_job_is_lost_or_run_twice_whatever_allocation_fails) {
-#ifndef WEFT_ALLOC_TEST_INJECTS
+#ifndef WEFT_TEST_REPLACES_NEW
   GTEST_SKIP() << "the sanitizers bring their own allocator";
 #else
+  weft::test::allocation_hook.store(&fail_kth_allocation, std::memory_order_relaxed);
   const std::size_t sweep = weft::test::scaled(400, 40);
   long hit = 0;
   for (std::size_t k = 1; k <= sweep; k += 1 + k / 40) {
@@ -190,6 +172,7 @@ TEST_P(alloc_failure, no_job_is_lost_or_run_twice_whatever_allocation_fails) {
       if (told == 0) backtrace_symbols_fd(where, where_depth, 2);
     }
   }
+  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
   EXPECT_GT(hit, 0) << "the sweep never reached an allocation";
 #endif
 }

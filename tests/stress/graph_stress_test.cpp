@@ -16,43 +16,16 @@
 #include <vector>
 #include <weft/weft.hpp>
 
+#include "support/replace_new.hpp"
 #include "support/support.hpp"
 
-// Counts heap allocations program-wide (all threads) while `counting` is
-// set, to check that a graph run allocates nothing. Replacing the global
-// operator new affects this whole test executable; it only counts and
-// forwards to malloc. Not under the sanitizers, which bring
-// their own allocator.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define WEFT_GRAPH_TEST_COUNTS_ALLOCATIONS 1
+// Counts heap allocations program-wide (all threads) while the hook is set,
+// to check that a graph run allocates nothing.
+#ifdef WEFT_TEST_REPLACES_NEW
 namespace {
-std::atomic<bool> counting{false};
 std::atomic<std::size_t> allocations{0};
-void* counted_alloc(std::size_t n, std::size_t alignment) {
-  if (counting.load(std::memory_order_relaxed)) {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  void* p = alignment <= alignof(std::max_align_t)
-                ? std::malloc(n == 0 ? 1 : n)
-                : std::aligned_alloc(alignment, (n + alignment - 1) / alignment * alignment);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
+void count_allocation() { allocations.fetch_add(1, std::memory_order_relaxed); }
 }  // namespace
-
-// GCC pairs the free() below with the new-expressions it inlines this into and
-// warns; new and delete are replaced together here, so they do match.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) { return counted_alloc(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
 #endif
 
 namespace {
@@ -147,7 +120,7 @@ TEST_P(graph_stress, random_dags_match_a_sequential_run) {
 }
 
 TEST_P(graph_stress, reruns_allocate_nothing) {
-#ifndef WEFT_GRAPH_TEST_COUNTS_ALLOCATIONS
+#ifndef WEFT_TEST_REPLACES_NEW
   GTEST_SKIP() << "allocations are not counted under the sanitizers";
 #else
   if (GetParam() == 0) {
@@ -167,9 +140,9 @@ TEST_P(graph_stress, reruns_allocate_nothing) {
   // the pool's queues reach their working size.
   for (int r = 0; r < 20; ++r) pool.run(g).get();
   allocations = 0;
-  counting = true;
+  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
   for (int r = 0; r < 200; ++r) pool.run(g).get();
-  counting = false;
+  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
   EXPECT_EQ(allocations.load(), 0U);
   EXPECT_EQ(sum.load(), 220 * 51);
 #endif

@@ -105,6 +105,9 @@ class running_scope {
   running_scope& operator=(const running_scope&) = delete;
   ~running_scope() { tls.running = outer_; }
 
+  [[nodiscard]] const pool* owner() const noexcept { return pool_; }
+  [[nodiscard]] unsigned epoch() const noexcept { return epoch_; }
+
   // The parity of the innermost job of p this thread runs; false if none.
   static bool find(const pool* p, unsigned& epoch) noexcept { return find(tls.running, p, epoch); }
   // The same, among `innermost` and the scopes below it (another thread's,
