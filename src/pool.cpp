@@ -181,7 +181,11 @@ pool::ticket pool::count_against(detail::job_cache& c) {
     const auto parity = static_cast<unsigned>(now & 1);
     if (parity != t.epoch) {
       add_spawned(c, parity);
+      // The count left behind is a submission of its own that ends here:
+      // finished for pool.wait(), and left for the destructor, which waits
+      // until every cache's left count matches its spawned counts.
       count_finished(c, t.epoch, 1);
+      end_submission(t);
       t.epoch = parity;
     }
     seen = now;
