@@ -52,35 +52,37 @@ struct marker {
 
 // Defect 1: a job's callable (and its captures) is destroyed before its
 // waiter is released, for task_group::wait() and future::get().
-TEST_P(reliability, captures_are_destroyed_before_group_wait_returns) {
-  weft::pool pool{options()};
-  const std::size_t rounds = weft::test::scaled(20000, 200);
+
+// Runs `rounds` group jobs made by make_job(&flag) and returns how many
+// waits returned before the job's captures were destroyed.
+template <class MakeJob>
+std::size_t late_group_captures(weft::pool& pool, std::size_t rounds, MakeJob make_job) {
   std::size_t late = 0;
   for (std::size_t i = 0; i < rounds; ++i) {
     int destroyed = 0;
-    {
-      weft::task_group group{pool};
-      group.spawn([m = marker{&destroyed}] { (void)m; });
-      group.wait();
-      late += destroyed == 0 ? 1 : 0;
-    }
+    weft::task_group group{pool};
+    group.spawn(make_job(&destroyed));
+    group.wait();
+    late += destroyed == 0 ? 1 : 0;
   }
+  return late;
+}
+
+TEST_P(reliability, captures_are_destroyed_before_group_wait_returns) {
+  weft::pool pool{options()};
+  const std::size_t late = late_group_captures(pool, weft::test::scaled(20000, 200), [](int* flag) {
+    return [m = marker{flag}] { (void)m; };
+  });
   EXPECT_EQ(late, 0U) << "captures destroyed after wait() returned";
 }
 
 TEST_P(reliability, boxed_captures_are_destroyed_before_group_wait_returns) {
   weft::pool pool{options()};
-  const std::size_t rounds = weft::test::scaled(10000, 100);
-  std::size_t late = 0;
-  for (std::size_t i = 0; i < rounds; ++i) {
-    int destroyed = 0;
-    weft::task_group group{pool};
+  const std::size_t late = late_group_captures(pool, weft::test::scaled(10000, 100), [](int* flag) {
     std::array<char, 128> big{};  // too big to be stored inline
-    group.spawn([m = marker{&destroyed}, big] { (void)m, (void)big; });
-    group.wait();
-    late += destroyed == 0 ? 1 : 0;
-  }
-  EXPECT_EQ(late, 0U);
+    return [m = marker{flag}, big] { (void)m, (void)big; };
+  });
+  EXPECT_EQ(late, 0U) << "boxed captures destroyed after wait() returned";
 }
 
 TEST_P(reliability, captures_are_destroyed_before_get_returns) {
