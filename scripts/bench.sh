@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds weft's benchmarks and prints one table comparing weft with oneTBB,
-# OpenMP and a sequential baseline (see bench/README.md).
+# OpenMP, StarPU and a sequential baseline (see bench/README.md).
 #
 #   scripts/bench.sh
 #
@@ -42,7 +42,7 @@ fi
 
 status=0
 outputs=()
-for competitor in weft tbb omp seq; do
+for competitor in weft tbb omp starpu seq; do
   exe=$bin/weft_bench_$competitor
   if [[ ! -x $exe ]]; then
     echo "bench.sh: $exe was not built (its library was not found); skipping $competitor"

@@ -2,7 +2,8 @@
 # Installs the Debian/Ubuntu packages weft needs, and only those missing.
 #
 #   scripts/deps.sh test    compiler, CMake, GoogleTest, clang-format/-tidy, graphviz,
-#                           spin (the model checker) and gdb (the soak's watchdog)
+#                           spin (the model checker), gdb (the soak's watchdog), and
+#                           OpenBLAS + LAPACKE (examples/blas/cholesky.cpp)
 #                           (clang-tidy-16 too: clang-tidy 14 cannot parse
 #                           libstdc++ 12's <ranges> in C++20 mode)
 #   scripts/deps.sh bench   compiler, CMake, Google Benchmark, oneTBB
@@ -18,8 +19,8 @@ usage() {
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz spin gdb) ;;
-  bench) packages=(g++ cmake make libbenchmark-dev libtbb-dev) ;;
+  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz spin gdb pkg-config libopenblas-dev liblapacke-dev) ;;
+  bench) packages=(g++ cmake make libbenchmark-dev libtbb-dev libopenblas-dev liblapacke-dev libstarpu-dev pkg-config) ;;
   *) usage ;;
 esac
 

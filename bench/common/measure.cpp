@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -20,16 +21,15 @@ rusage self_usage() {
   return usage;
 }
 
-}  // namespace
-
-std::chrono::nanoseconds process_cpu_time() {
-  // The sum of every live thread's CPU clock. getrusage() (and the process
-  // CPU clock) add a thread's time only at its next tick or context switch,
-  // so a worker still busy when the work returns would have up to a tick of
-  // that work counted in the idle window that follows; a thread's own CPU
-  // clock is read up to date even while it runs on another core. The
-  // clock id of a thread is Linux's ABI for it (what glibc's
-  // pthread_getcpuclockid builds): ((~tid) << 3) | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED.
+// The sum of every live thread's CPU clock but `excluded`'s (0: none).
+std::chrono::nanoseconds threads_cpu_time(pid_t excluded) {
+  // getrusage() (and the process CPU clock) add a thread's time only at its
+  // next tick or context switch, so a worker still busy when the work
+  // returns would have up to a tick of that work counted in the idle window
+  // that follows; a thread's own CPU clock is read up to date even while it
+  // runs on another core. The clock id of a thread is Linux's ABI for it
+  // (what glibc's pthread_getcpuclockid builds):
+  // ((~tid) << 3) | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED.
   std::chrono::nanoseconds total{0};
   DIR* tasks = opendir("/proc/self/task");
   if (tasks == nullptr) {
@@ -39,6 +39,7 @@ std::chrono::nanoseconds process_cpu_time() {
   while (const dirent* entry = readdir(tasks)) {
     if (entry->d_name[0] == '.') continue;
     const auto tid = static_cast<clockid_t>(std::stol(entry->d_name));
+    if (tid == excluded) continue;
     const clockid_t clock = (~tid << 3) | 6;
     timespec ts{};
     if (clock_gettime(clock, &ts) == 0) {
@@ -48,6 +49,12 @@ std::chrono::nanoseconds process_cpu_time() {
   closedir(tasks);
   return total;
 }
+
+}  // namespace
+
+std::chrono::nanoseconds process_cpu_time() { return threads_cpu_time(0); }
+
+std::chrono::nanoseconds other_threads_cpu_time() { return threads_cpu_time(gettid()); }
 
 double peak_rss_mib() {
   // Linux reports ru_maxrss in KiB.

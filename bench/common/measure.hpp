@@ -11,6 +11,11 @@ namespace bench {
 // including threads that have already exited.
 std::chrono::nanoseconds process_cpu_time();
 
+// The same sum without the calling thread's own clock: what the process's
+// other threads (a library's workers) used, unaffected by the caller's own
+// work, including reading the clocks.
+std::chrono::nanoseconds other_threads_cpu_time();
+
 // Peak resident set size of this process so far, in MiB (ru_maxrss).
 double peak_rss_mib();
 

@@ -7,11 +7,15 @@
 // Benchmarks are named "<workload>/<size>/<variant>" (see
 // bench/common/registry.hpp); rows are keyed by "<workload>/<size>", one row
 // per weft variant. Each cell is the median over the repetitions of the
-// benchmark's metric: the counter median_ns, cpu_ms or peak_rss_mib when the
-// benchmark reports one, otherwise the real time. A peer with several
-// variants of the same row is shown with its best (lowest) one, named in
-// brackets. Ratios are weft's median over the peer's median: below 1 means
-// weft used less time, CPU or memory.
+// benchmark's metric: the counter median_ns, ns_per_task, cpu_ms or
+// peak_rss_mib when the benchmark reports one, otherwise the real time. A
+// few counters also get a row of their own below their benchmark's
+// (`extra_rows`: flow_overhead's CPU per task, flow_latency's idle CPU). A
+// peer with several variants of the same row is shown with its best
+// (lowest) one, named in brackets, except the variants in `own_columns`,
+// which are shown as a peer of their own (the sequential executable's
+// LAPACKE Cholesky as "lapacke"). Ratios are weft's median over the peer's
+// median: below 1 means weft used less time, CPU or memory.
 //
 // Exit status: 0 when every result passed verification, 1 when any run
 // reported an error (a failed check, see bench/common/check.hpp), 2 on a
@@ -36,7 +40,7 @@ namespace {
 
 using bench::json::value;
 
-enum class metric { real_time, round_trip_ns, cpu_ms, rss_mib };
+enum class metric { real_time, round_trip_ns, per_task_ns, cpu_ms, rss_mib, cpu_ns, cpu_ms_per_s };
 
 // The counters that replace real time as a benchmark's metric, in priority order.
 struct counter_metric {
@@ -45,8 +49,33 @@ struct counter_metric {
 };
 constexpr counter_metric counter_metrics[] = {
     {"median_ns", metric::round_trip_ns},
+    {"ns_per_task", metric::per_task_ns},
     {"cpu_ms", metric::cpu_ms},
     {"peak_rss_mib", metric::rss_mib},
+};
+
+// Counters shown in a row of their own, "<workload>/<size> (<label>)", right
+// below their benchmark's row.
+struct extra_row {
+  std::string_view counter;
+  std::string_view label;
+  metric kind;
+};
+constexpr extra_row extra_rows[] = {
+    {"cpu_ns_per_task", "cpu/task", metric::cpu_ns},
+    {"idle_cpu_ms_per_s", "idle cpu", metric::cpu_ms_per_s},
+};
+
+// Variants of a competitor that are a peer of their own rather than a way
+// of doing the same thing: a column named `column` instead of taking part
+// in the competitor's best.
+struct own_column {
+  std::string_view competitor;
+  std::string_view variant;
+  std::string_view column;
+};
+constexpr own_column own_columns[] = {
+    {"seq", "lapacke", "lapacke"},  // cholesky: LAPACKE_dpotrf, OpenBLAS on 2 threads
 };
 
 // The performance targets for weft on this kind of machine.
@@ -73,9 +102,9 @@ constexpr target targets[] = {
 // Where a result belongs in the table: weft's rows first, then in the order
 // of the files on the command line and of registration inside each file
 // (family_index), so that the table does not follow the random order in
-// which the repetitions ran.
-using position = std::tuple<int, std::size_t, double>;
-constexpr position unplaced{std::numeric_limits<int>::max(), 0, 0.0};
+// which the repetitions ran; an extra row follows its benchmark's row.
+using position = std::tuple<int, std::size_t, double, int>;
+constexpr position unplaced{std::numeric_limits<int>::max(), 0, 0.0, 0};
 
 struct row_data {
   metric kind = metric::real_time;
@@ -164,9 +193,14 @@ void read_file(const std::string& path, std::size_t file_index, results& out) {
     const bool keyed = parts.size() >= 3;  // named <workload>/<size>/<variant>
     const std::string key = keyed ? parts[0] + "/" + parts[1] : "";
     const std::string variant = keyed ? parts[2] : "";
+    std::string column = competitor;
+    for (const own_column& o : own_columns) {
+      if (o.competitor == competitor && o.variant == variant) column = o.column;
+    }
+    add_unique(out.competitors, column);
     const value* family = run.find("family_index");
-    const position pos{competitor == "weft" ? 0 : 1, file_index,
-                       family ? family->number_or(0.0) : 0.0};
+    const position pos{column == "weft" ? 0 : 1, file_index, family ? family->number_or(0.0) : 0.0,
+                       0};
 
     const value* error = run.find("error_occurred");
     if (error != nullptr && error->boolean_or(false)) {
@@ -174,8 +208,8 @@ void read_file(const std::string& path, std::size_t file_index, results& out) {
       out.failures.push_back(competitor + ": " + name + ": " +
                              (message ? message->string_or("?") : "(no message)"));
       if (keyed) {
-        place(out, key, competitor, variant, pos);
-        add_unique(out.rows[key].failed[competitor], variant);
+        place(out, key, column, variant, pos);
+        add_unique(out.rows[key].failed[column], variant);
       }
       continue;
     }
@@ -197,10 +231,24 @@ void read_file(const std::string& path, std::size_t file_index, results& out) {
       v = to_ns(t->number_or(NAN), unit ? unit->string_or("ns") : "ns");
     }
 
-    place(out, key, competitor, variant, pos);
+    place(out, key, column, variant, pos);
     row_data& row = out.rows[key];
     row.kind = kind;
-    row.samples[competitor][variant].push_back(*v);
+    row.samples[column][variant].push_back(*v);
+
+    int sub = 0;
+    for (const extra_row& e : extra_rows) {
+      ++sub;
+      const value* c = run.find(e.counter);
+      if (c == nullptr) continue;
+      const std::string extra_key = key + " (" + std::string(e.label) + ")";
+      position extra_pos = pos;
+      std::get<3>(extra_pos) = sub;
+      place(out, extra_key, column, variant, extra_pos);
+      row_data& extra = out.rows[extra_key];
+      extra.kind = e.kind;
+      extra.samples[column][variant].push_back(c->number_or(NAN));
+    }
   }
 }
 
@@ -223,19 +271,30 @@ std::string readable(double v) {
   return fixed(v, a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3);
 }
 
+// Nanoseconds, in the largest unit that keeps the number at least 1.
+std::string format_time(double v) {
+  const double a = std::fabs(v);
+  if (a < 1e3) return readable(v) + " ns";
+  if (a < 1e6) return readable(v / 1e3) + " us";
+  if (a < 1e9) return readable(v / 1e6) + " ms";
+  return readable(v / 1e9) + " s";
+}
+
 std::string format_value(double v, metric kind) {
   if (std::isnan(v)) return "-";
   switch (kind) {
     case metric::cpu_ms:
       return fixed(v, 3) + " ms cpu";
+    case metric::cpu_ms_per_s:
+      return readable(v) + " ms/s cpu";
     case metric::rss_mib:
       return readable(v) + " MiB";
+    case metric::cpu_ns:
+      return format_time(v) + " cpu";
     case metric::round_trip_ns:
+    case metric::per_task_ns:
     case metric::real_time:
-      if (v < 1e3) return readable(v) + " ns";
-      if (v < 1e6) return readable(v / 1e3) + " us";
-      if (v < 1e9) return readable(v / 1e6) + " ms";
-      return readable(v / 1e9) + " s";
+      return format_time(v);
   }
   return "?";
 }
@@ -325,7 +384,7 @@ void print_table(const std::vector<std::vector<std::string>>& cells) {
 void print_report(const results& r) {
   // weft first, then the usual peers in a fixed order, then anything else.
   std::vector<std::string> peers;
-  for (const std::string_view known : {"tbb", "omp", "seq"}) {
+  for (const std::string_view known : {"tbb", "omp", "starpu", "seq", "lapacke"}) {
     if (std::find(r.competitors.begin(), r.competitors.end(), known) != r.competitors.end()) {
       peers.emplace_back(known);
     }
@@ -409,7 +468,11 @@ void print_report(const results& r) {
     std::cout << " repetitions (fib_peak_rss: one process each).\n"
                  "Times are per batch, except round_trip: the median of single submit-and-wait\n"
                  "round trips. idle: CPU time of the whole process. fib_peak_rss: peak RSS of\n"
-                 "the whole process. weft/<peer> below 1 means weft used less.\n";
+                 "the whole process. cholesky: one factorisation (lapacke: LAPACKE_dpotrf on\n"
+                 "the whole matrix, OpenBLAS on 2 threads). flow_emplace, flow_gap: time per\n"
+                 "task; flow_overhead: (measured - ideal) / tasks, and process CPU per task;\n"
+                 "flow_latency: median emplace-to-start, and the CPU idle workers burn per\n"
+                 "second. weft/<peer> below 1 means weft used less.\n";
   }
 
   if (!r.failures.empty()) {

@@ -54,6 +54,14 @@ struct future_state : job {
   std::exception_ptr error;
 };
 
+// Lets other front ends (weft::after) look at a future's state.
+struct future_access {
+  template <class F>
+  static auto* state(const F& f) noexcept {
+    return f.state_;
+  }
+};
+
 }  // namespace detail
 
 // Move-only handle to a submitted job's outcome. Use it from one thread at a
@@ -124,6 +132,7 @@ class future {
 
  private:
   friend class pool;
+  friend struct detail::future_access;
   explicit future(detail::future_state<R>* s) noexcept : state_(s) {}
 
   void reset() noexcept {

@@ -66,6 +66,7 @@ class graph;
 
 namespace detail {
 struct join_access;
+struct scheduler;
 class graph_core;
 template <class R, class F>
 struct future_job;
@@ -119,6 +120,7 @@ class pool {
  private:
   friend class task_group;
   friend struct detail::join_access;
+  friend struct detail::scheduler;
   friend class detail::graph_core;
   template <class R, class F>
   friend struct detail::future_job;

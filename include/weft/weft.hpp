@@ -3,6 +3,7 @@
 #pragma once
 
 #include "errors.hpp"       // IWYU pragma: export
+#include "flow.hpp"         // IWYU pragma: export
 #include "future.hpp"       // IWYU pragma: export
 #include "graph.hpp"        // IWYU pragma: export
 #include "group.hpp"        // IWYU pragma: export

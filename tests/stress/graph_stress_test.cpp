@@ -35,13 +35,7 @@ class graph_stress : public ::testing::TestWithParam<std::size_t> {
   [[nodiscard]] weft::pool_options options() const { return {.threads = GetParam()}; }
 };
 
-std::uint64_t mix(std::uint64_t x) noexcept {
-  // splitmix64's finaliser.
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+using weft::test::mix;
 
 // A random DAG: task i's predecessors come before it in a hidden order
 // (`order`), which differs from the order tasks are added to the graph.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -32,6 +33,14 @@ inline const std::vector<std::size_t>& worker_counts() {
 }
 
 inline std::string workers_name(std::size_t n) { return "workers_" + std::to_string(n); }
+
+// splitmix64's finaliser: a well-mixed 64-bit hash for random test data.
+constexpr std::uint64_t mix(std::uint64_t x) noexcept {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
 
 // CPU time (user + system) this process has used so far.
 inline std::chrono::microseconds process_cpu_time() {

@@ -44,10 +44,18 @@ class parker {
   bool permit_ = false;
 };
 
-// Set once. At most one thread blocks in block() at a time; any number may
-// poll is_set(). The owner of the latch may destroy it as soon as is_set()
-// returns true or block() returns: set() does not touch the latch after the
-// exchange that publishes it, only the waiter's thread-local parker.
+// Something to tell when a latch is set: a blocked thread (block()), or a
+// front end's continuation (weft::after in a flow). notify() runs on the
+// setting thread; it may end the waiter's life, so set() reads `next` first.
+struct latch_waiter {
+  void (*notify)(latch_waiter*) noexcept = nullptr;
+  latch_waiter* next = nullptr;
+};
+
+// Set once. Any number of threads may poll is_set(), block in block(), or
+// subscribe a waiter. The owner of the latch may destroy it as soon as
+// is_set() returns true or block() returns: set() does not touch the latch
+// after the exchange that publishes it, only the waiters it took.
 class latch {
  public:
   [[nodiscard]] bool is_set() const noexcept {
@@ -57,42 +65,55 @@ class latch {
   }
 
   void set() noexcept {
-    // acq_rel: release publishes the setter's writes to is_set()/block();
-    // acquire pairs with the compare_exchange in block() so the parker
-    // pointer read here is the one the waiter stored.
-    parker* const old = state_.exchange(set_state(), std::memory_order_acq_rel);
-    if (old != nullptr && old != set_state()) old->unpark();
+    // acq_rel: release publishes the setter's writes to is_set()/block()
+    // and the waiters; acquire pairs with subscribe()'s compare_exchange,
+    // so the waiters read here are the ones subscribed.
+    latch_waiter* w = state_.exchange(set_state(), std::memory_order_acq_rel);
+    if (w == set_state()) return;
+    while (w != nullptr) {
+      latch_waiter* const next = w->next;
+      w->notify(w);
+      w = next;
+    }
+  }
+
+  // Adds w to the waiters set() notifies; false (and w untouched by the
+  // latch) if the latch is set already.
+  bool subscribe(latch_waiter* w) noexcept {
+    latch_waiter* head = state_.load(std::memory_order_acquire);
+    do {
+      if (head == set_state()) return false;
+      w->next = head;
+      // Release hands w (and its next) to set()'s exchange; acquire on
+      // failure pairs with set()'s exchange when the latch was set meanwhile.
+    } while (!state_.compare_exchange_weak(head, w, std::memory_order_release,
+                                           std::memory_order_acquire));
+    return true;
   }
 
   // Blocks the calling thread until set(). Spinning first is the caller's job.
   void block() {
-    parker& self = parker::current();
-    parker* expected = nullptr;
-    // acq_rel on success: release hands the parker pointer to set()'s
-    // exchange; acquire on failure pairs with set()'s exchange when the latch
-    // was set meanwhile.
-    if (state_.compare_exchange_strong(expected, &self, std::memory_order_acq_rel,
-                                       std::memory_order_acquire)) {
-      // set() read our pointer and unparks us exactly once. Every unpark of
-      // a parker is awaited by exactly one park() (this one, or the one in
-      // task_group's wait), so no stale permit exists and this returns only
-      // after set() is done with us.
-      self.park();
-      return;
-    }
-    // Either set already, or another thread is blocked here (a usage error
-    // the public types prevent); in the latter case fall back to polling.
-    while (!is_set()) std::this_thread::yield();
+    struct parked final : latch_waiter {
+      parker* p;
+    } self;
+    self.p = &parker::current();
+    self.notify = [](latch_waiter* w) noexcept { static_cast<parked*>(w)->p->unpark(); };
+    // set() unparks us exactly once after subscribe() succeeds. Every unpark
+    // of a parker is awaited by exactly one park() (this one, or the one in
+    // task_group's wait), so no stale permit exists and this returns only
+    // after set() is done with `self`.
+    if (subscribe(&self)) self.p->park();
   }
 
  private:
-  // The latch's own address marks it as set: it is never a parker's address,
+  // The latch's own address marks it as set: it is never a waiter's address,
   // and it is never dereferenced as one.
-  [[nodiscard]] parker* set_state() const noexcept {
-    return reinterpret_cast<parker*>(const_cast<latch*>(this));
+  [[nodiscard]] latch_waiter* set_state() const noexcept {
+    return reinterpret_cast<latch_waiter*>(const_cast<latch*>(this));
   }
-  // nullptr (unset), set_state(), or the blocked waiter's parker.
-  std::atomic<parker*> state_{nullptr};
+  // nullptr (unset, nobody waiting), set_state(), or the newest waiter,
+  // linked to the older ones.
+  std::atomic<latch_waiter*> state_{nullptr};
 };
 
 }  // namespace weft::detail

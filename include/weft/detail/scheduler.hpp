@@ -1,0 +1,89 @@
+// The narrow seam between the pool and the front ends built on it
+// (docs/design.md, "Keeping the pool small"). A front end posts jobs, counts
+// a unit of work in and out so that pool::wait() and the destructor see it,
+// reports errors, and waits the way the calling thread should; it reaches
+// nothing else of the pool. weft::flow is the first client; the older front
+// ends (task_group, join, graph, futures) are still friends of the pool.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <optional>
+
+#include "../pool.hpp"
+#include "context.hpp"
+#include "job.hpp"
+
+namespace weft::detail {
+
+struct scheduler {
+  // Counts one unit of work against p (thrown pool_closed once its
+  // destruction has begun, unless called from one of p's jobs). The unit
+  // ends with leave(p, epoch); the submission, the caller's own use of p,
+  // ends with end_submission() once the caller stops touching p.
+  struct unit {
+    pool::ticket ticket;
+    [[nodiscard]] unsigned epoch() const noexcept { return ticket.epoch; }
+  };
+  static unit enter(pool& p) { return unit{p.enter()}; }
+  static void end_submission(pool& p, const unit& u) noexcept { p.end_submission(u.ticket); }
+  static void leave(pool& p, unsigned epoch) noexcept { p.leave(epoch); }
+
+  // Queues jobs for any worker (the caller's deque on a worker of p, else a
+  // lane or the injector); returns how many were queued (fewer only when a
+  // queue could not grow: the caller runs the rest itself).
+  static std::size_t publish(pool& p, job* const* jobs, std::size_t n) noexcept {
+    return p.push_many(jobs, n);
+  }
+
+  // publish() for a thread that nothing else keeps p alive for (a thread
+  // that sets a future, say): the push counts as a submission, so p's
+  // destructor waits until it is done. Returns 0 when p is closing or the
+  // submission cannot be counted (the caller runs the jobs itself).
+  static std::size_t publish_guarded(pool& p, job* const* jobs, std::size_t n) noexcept {
+    if (on_worker_of(p)) return publish(p, jobs, n);
+    pool::ticket t{};
+    try {
+      t = p.count_spawn();
+    } catch (...) {
+      return 0;
+    }
+    const pool::submission_guard guard{p, t};  // destroyed last: our last touch of p
+    const std::size_t pushed = p.push_many(jobs, n);
+    p.count_finished(*t.cache, t.epoch, 1);
+    return pushed;
+  }
+
+  static void report_error(pool& p, std::exception_ptr e) noexcept { p.report_error(std::move(e)); }
+
+  [[nodiscard]] static bool sequential(const pool& p) noexcept { return p.sequential(); }
+  [[nodiscard]] static std::size_t workers(const pool& p) noexcept { return p.size(); }
+  // Whether the calling thread is one of p's workers.
+  [[nodiscard]] static bool on_worker_of(const pool& p) noexcept {
+    return tls.owner == &p && tls.self != nullptr;
+  }
+  // The calling thread's worker index in p, if it is one of p's workers.
+  [[nodiscard]] static std::optional<std::size_t> worker_index(const pool& p) noexcept {
+    const context& ctx = tls;
+    if (ctx.owner == &p && ctx.self != nullptr) return ctx.self->index;
+    return std::nullopt;
+  }
+
+  // Waits until done() holds the way the calling thread should
+  // (docs/waiting.md): a worker (of p, or of another pool) runs its own
+  // pool's jobs meanwhile, a sequential pool's waiter runs p's jobs, and any
+  // other thread calls block().
+  template <class Done, class Block>
+  static void wait_for(pool& p, Done& done, Block&& block) {
+    p.wait_for(done, std::forward<Block>(block));
+  }
+  // Spins for a few microseconds; true as soon as done() holds.
+  template <class Done>
+  static bool spin_briefly(Done& done) {
+    return pool::spin_briefly(done);
+  }
+  // Waits for a latch the way wait_for does.
+  static void await(pool& p, const latch& l) { p.await(l); }
+};
+
+}  // namespace weft::detail
