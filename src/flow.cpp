@@ -20,13 +20,16 @@ namespace {
 
 // unfinished_: the count in the low bits; a producer blocked until the
 // count is zero, or at most the window's low mark, sets one of the top bits.
+// The cancel request lives in the same word, so that cancel() sets it only
+// while tasks are unfinished (and wait(), which sees them finish, clears
+// it): a cancel never reaches tasks emplaced after the next wait().
 constexpr std::uint64_t zero_bit = std::uint64_t{1} << 63;
 constexpr std::uint64_t low_bit = std::uint64_t{1} << 62;
 constexpr std::uint64_t wish_bits = zero_bit | low_bit;
-constexpr std::uint64_t count_mask = low_bit - 1;
+constexpr std::uint64_t cancel_bit = std::uint64_t{1} << 61;
+constexpr std::uint64_t count_mask = cancel_bit - 1;
 
 // status_ bits.
-constexpr unsigned cancel_bit = 1;
 constexpr unsigned failed_bit = 2;
 
 const char* mode_name(access_mode m) noexcept {
@@ -127,7 +130,13 @@ class flow_core::object_table {
       grow();
       return find_or_add(object);
     }
-    if (used_ == states_.size()) states_.emplace_back();
+    if (used_ == states_.size()) {
+      // A new slot: room for a run of accesses, kept across reuse (slots
+      // are handed out again in a different order after wait()).
+      states_.emplace_back();
+      states_.back().current.reserve(reserved_run);
+      states_.back().previous.reserve(reserved_run);
+    }
     object_state& st = states_[used_];
     st.object = object;
     st.used = false;
@@ -185,6 +194,7 @@ class flow_core::object_table {
 
  private:
   static constexpr std::uint32_t empty = static_cast<std::uint32_t>(-1);
+  static constexpr std::size_t reserved_run = 16;
 
   [[nodiscard]] std::size_t home(const void* object) const noexcept {
     auto h = reinterpret_cast<std::uintptr_t>(object);
@@ -279,6 +289,10 @@ flow_node* flow_core::allocate() {
       for (std::size_t i = 0; i < n; ++i) {
         chunk[i].owner = this;
         chunk[i].run = &run_node;
+        // Room for the usual task, kept across reuse: a warmed-up flow
+        // allocates nothing per task (tests/alloc checks it).
+        chunk[i].locks.reserve(flow_node::reserved_locks);
+        chunk[i].more_predecessors.reserve(flow_node::reserved_predecessors);
         chunk[i].free_next = i + 1 < n ? &chunk[i + 1] : nullptr;
       }
       free_ = &chunk[0];
@@ -380,23 +394,20 @@ void flow_core::submit(flow_node* n, const access_desc* accesses, std::size_t co
   } scope{*this};
   try {
     validate(accesses, count);
-    if (sequential_) {
-      submit_sequential(n, accesses, count);
-      return;
-    }
-    if (options_.window != 0 &&
+    if (!sequential_ && options_.window != 0 &&
         (unfinished_.load(std::memory_order_relaxed) & count_mask) >= options_.window) {
       wait_until_below(low_mark_, low_bit);
     }
     // The pool outlives the flow (a documented rule), so the task may finish
     // and the unit end while this thread still pushes: nothing is freed.
-    count_unfinished(1);
+    if (!sequential_) count_unfinished(1);
   } catch (...) {
-    // Not counted, not known to any object: the node simply goes back.
-    if (n->destroy != nullptr) n->destroy(n);
-    n->free_next = free_;
-    free_ = n;
+    give_back(n);
     throw;
+  }
+  if (sequential_) {
+    submit_sequential(n, accesses, count);  // deals with its own failures
+    return;
   }
   try {
     record* rec = options_.keep_graph ? start_record(n, nullptr) : nullptr;
@@ -410,6 +421,13 @@ void flow_core::submit(flow_node* n, const access_desc* accesses, std::size_t co
     throw;
   }
   link_and_release(n, accesses, count);
+}
+
+// A node no object or count knows of yet goes back to the free list.
+void flow_core::give_back(flow_node* n) noexcept {
+  if (n->destroy != nullptr) n->destroy(n);
+  n->free_next = free_;
+  free_ = n;
 }
 
 void flow_core::validate(const access_desc* accesses, std::size_t count) const {
@@ -812,7 +830,8 @@ void flow_core::run_node(job* j) noexcept {
 
 bool flow_core::stopping() const noexcept {
   // Relaxed: a stop only has to be seen eventually.
-  return (status_.load(std::memory_order_relaxed) & (cancel_bit | failed_bit)) != 0;
+  return (status_.load(std::memory_order_relaxed) & failed_bit) != 0 ||
+         (unfinished_.load(std::memory_order_relaxed) & cancel_bit) != 0;
 }
 
 void flow_core::fail(std::exception_ptr e) noexcept {
@@ -1019,9 +1038,11 @@ void flow_core::rethrow_and_reset() {
     e = std::exchange(error_, nullptr);
   }
   // Relaxed: no task runs now.
-  const unsigned status = status_.exchange(0, std::memory_order_relaxed);
+  status_.store(0, std::memory_order_relaxed);
+  const bool cancelled =
+      (unfinished_.fetch_and(~cancel_bit, std::memory_order_relaxed) & cancel_bit) != 0;
   if (e) std::rethrow_exception(e);
-  if ((status & cancel_bit) != 0) {
+  if (cancelled) {
     throw run_cancelled("weft::flow: cancel() skipped the tasks that had not started");
   }
 }
@@ -1036,17 +1057,17 @@ void flow_core::report_left_errors() noexcept {
 }
 
 bool flow_core::cancel() noexcept {
-  // seq_cst, with the load below: if we see tasks unfinished, the wait()
-  // that drains them sees the count reach zero after our request, so its
-  // reset (rethrow_and_reset) clears it; a cancel never reaches the next
-  // round.
-  status_.fetch_or(cancel_bit, std::memory_order_seq_cst);
-  const bool busy = (unfinished_.load(std::memory_order_seq_cst) & count_mask) != 0 ||
-                    sequential_size_.load(std::memory_order_seq_cst) != 0;
-  // Nothing to cancel: take the request back, so that it does not skip the
-  // tasks emplaced next.
-  if (!busy) status_.fetch_and(~cancel_bit, std::memory_order_relaxed);
-  return busy;
+  // The request is set only in a word whose count shows unfinished tasks
+  // (see cancel_bit). Relaxed: tasks only have to see it eventually
+  // (stopping()), and wait() reads it after the count reached zero, later
+  // in the word's modification order.
+  std::uint64_t old = unfinished_.load(std::memory_order_relaxed);
+  do {
+    const bool busy =
+        (old & count_mask) != 0 || sequential_size_.load(std::memory_order_relaxed) != 0;
+    if (!busy) return false;
+  } while (!unfinished_.compare_exchange_weak(old, old | cancel_bit, std::memory_order_relaxed));
+  return true;
 }
 
 void flow_core::wait_for_object(const void* object) {
@@ -1138,7 +1159,12 @@ void flow_core::help_towards(flow_node* barrier, const latch& reached) {
 
 // Sequential pools: the tasks run in program order on the waiting thread.
 void flow_core::submit_sequential(flow_node* n, const access_desc* accesses, std::size_t count) {
-  sequential_queue_.reserve(sequential_queue_.size() + 1);
+  try {
+    sequential_queue_.reserve(sequential_queue_.size() + 1);
+  } catch (...) {
+    give_back(n);
+    throw;
+  }
   try {
     record* rec = options_.keep_graph ? start_record(n, nullptr) : nullptr;
     collect_predecessors(n, accesses, count, rec);

@@ -273,6 +273,9 @@ struct alignas(cache_line) flow_node : job {
   static constexpr std::uint32_t closed = 1;
   static constexpr std::uint32_t inline_successors = 4;
   static constexpr std::uint32_t inline_predecessors = 4;
+  // Capacity each node starts with beyond the inline slots.
+  static constexpr std::size_t reserved_predecessors = 12;
+  static constexpr std::size_t reserved_locks = 4;
 
   // Read by the thread that runs the task.
   flow_core* owner = nullptr;
@@ -437,6 +440,7 @@ class flow_core {
   [[nodiscard]] std::size_t purge_threshold() const noexcept;
   void link_and_release(flow_node* n, const access_desc* accesses, std::size_t count);
   void validate(const access_desc* accesses, std::size_t count) const;
+  void give_back(flow_node* n) noexcept;
   static std::int32_t count_futures(const access_desc* accesses, std::size_t count) noexcept;
   static void prepare_future_waiters(flow_node* n, std::int32_t futures);
   void run_body(flow_node* n) noexcept;

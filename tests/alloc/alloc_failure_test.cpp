@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <functional>
@@ -178,6 +179,133 @@ TEST_P(alloc_failure, no_job_is_lost_or_run_twice_whatever_allocation_fails) {
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, alloc_failure, ::testing::Values(0, 1, 2, 4),
+                         [](const auto& info) { return weft::test::workers_name(info.param); });
+
+#ifdef WEFT_TEST_REPLACES_NEW
+std::atomic<long> counted_allocations{0};
+void count_allocation() { counted_allocations.fetch_add(1, std::memory_order_relaxed); }
+#endif
+
+// One flow program: `tasks` tasks over 16 objects, each writing one object
+// and reading or updating (commute, concurrent) another, ordered after the
+// task before it now and then. runs[i] counts how often task i ran.
+std::size_t emplace_program(weft::flow& f, std::vector<long>& objects, std::size_t tasks,
+                            std::vector<std::atomic<int>>& runs) {
+  std::size_t refused = 0;
+  weft::flow_task previous;
+  for (std::size_t i = 0; i < tasks; ++i) {
+    std::atomic<int>* ran = &runs[i];
+    long& a = objects[i % 16];
+    long& b = objects[(i * 7 + 3) % 16];
+    auto body = [ran](long& x, long& y) {
+      ran->fetch_add(1, std::memory_order_relaxed);
+      x += y + 1;
+    };
+    try {
+      switch (i % 4) {
+        case 0:
+          previous = f.emplace(
+              [ran](long& x, const long& y) {
+                ran->fetch_add(1, std::memory_order_relaxed);
+                x += y + 1;
+              },
+              weft::write(a), weft::read(b));
+          break;
+        case 1:
+          previous = f.emplace(body, weft::write(a), weft::commute(b));
+          break;
+        case 2:
+          previous = f.emplace(body, weft::write(a), weft::concurrent(b));
+          break;
+        default:
+          if (previous.empty()) {
+            previous = f.emplace(body, weft::write(a), weft::write(b));
+          } else {
+            previous = f.emplace(body, weft::write(a), weft::write(b), weft::after(previous));
+          }
+          break;
+      }
+    } catch (const std::bad_alloc&) {
+      ++refused;
+      runs[i].store(-1000, std::memory_order_relaxed);  // must stay untouched
+    }
+  }
+  return refused;
+}
+
+class flow_alloc : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(flow_alloc, steady_state_allocates_nothing) {
+#ifndef WEFT_TEST_REPLACES_NEW
+  GTEST_SKIP() << "the sanitizers bring their own allocator";
+#else
+  weft::pool pool{{.threads = GetParam()}};
+  weft::flow f{pool, {.window = 512}};
+  std::vector<long> objects(16, 0);
+  const std::size_t tasks = 20000;
+  std::vector<std::atomic<int>> runs(tasks);
+  // Warm-up: with workers, every object is held by a gate task until the
+  // producer has filled the window, so the flow makes all the nodes it can
+  // ever need (a sequential flow fills its window by itself).
+  std::atomic<bool> open{GetParam() == 0};
+  for (long& object : objects) {
+    f.emplace(
+        [&open](long&) {
+          while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+        },
+        weft::write(object));
+  }
+  std::thread opener([&open] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    open.store(true);
+  });
+  emplace_program(f, objects, tasks, runs);
+  f.wait();
+  opener.join();
+  counted_allocations.store(0);
+  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
+  emplace_program(f, objects, tasks, runs);
+  f.wait();
+  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
+  EXPECT_EQ(counted_allocations.load(), 0) << "allocations in a warmed-up flow";
+  for (std::size_t i = 0; i < tasks; ++i) ASSERT_EQ(runs[i].load(), 2) << "task " << i;
+#endif
+}
+
+TEST_P(flow_alloc, a_failed_allocation_loses_no_task_and_runs_none_twice) {
+#ifndef WEFT_TEST_REPLACES_NEW
+  GTEST_SKIP() << "the sanitizers bring their own allocator";
+#else
+  weft::test::allocation_hook.store(&fail_kth_allocation, std::memory_order_relaxed);
+  const std::size_t sweep = weft::test::scaled(300, 30);
+  long hit = 0;
+  for (std::size_t k = 1; k <= sweep; k += 1 + k / 30) {
+    weft::pool pool{{.threads = GetParam()}};
+    weft::flow f{pool, {.window = 64}};
+    std::vector<long> objects(16, 0);
+    const std::size_t tasks = 400;
+    std::vector<std::atomic<int>> runs(tasks);
+    failures.store(0, std::memory_order_relaxed);
+    countdown.store(static_cast<long>(k), std::memory_order_relaxed);
+    const std::size_t refused = emplace_program(f, objects, tasks, runs);
+    countdown.store(0, std::memory_order_relaxed);
+    f.wait();
+    hit += failures.load(std::memory_order_relaxed);
+    std::size_t ran = 0;
+    for (std::size_t i = 0; i < tasks; ++i) {
+      const int r = runs[i].load();
+      ASSERT_TRUE(r == 1 || r == -1000)
+          << "k = " << k << ": task " << i << " ran " << r << " times";
+      if (r == 1) ++ran;
+    }
+    EXPECT_EQ(ran + refused, tasks) << "k = " << k;
+  }
+  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
+  EXPECT_GT(hit, 0) << "the sweep never reached an allocation";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(workers, flow_alloc, ::testing::Values(0, 1, 2, 4),
                          [](const auto& info) { return weft::test::workers_name(info.param); });
 
 }  // namespace
