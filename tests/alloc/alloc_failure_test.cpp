@@ -184,7 +184,6 @@ INSTANTIATE_TEST_SUITE_P(workers, alloc_failure, ::testing::Values(0, 1, 2, 4),
 #ifdef WEFT_TEST_REPLACES_NEW
 std::atomic<long> counted_allocations{0};
 void count_allocation() { counted_allocations.fetch_add(1, std::memory_order_relaxed); }
-#endif
 
 // One flow program: `tasks` tasks over 16 objects, each writing one object
 // and reading or updating (commute, concurrent) another, ordered after the
@@ -232,6 +231,7 @@ std::size_t emplace_program(weft::flow& f, std::vector<long>& objects, std::size
   }
   return refused;
 }
+#endif
 
 class flow_alloc : public ::testing::TestWithParam<std::size_t> {};
 
