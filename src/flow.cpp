@@ -309,7 +309,6 @@ flow_node* flow_core::allocate() {
   n->serial = ++next_serial_;
   n->call = nullptr;
   n->destroy = nullptr;
-  n->internal = false;
   n->combine = nullptr;
   n->barrier = nullptr;
   n->predecessor_count = 0;
@@ -388,10 +387,7 @@ void flow_core::finish_units(std::uint64_t k) noexcept {
 }
 
 void flow_core::submit(flow_node* n, const access_desc* accesses, std::size_t count) {
-  struct producer_scope {
-    flow_core& core;
-    ~producer_scope() { core.leave_producer(); }
-  } scope{*this};
+  const producer_scope scope{*this};
   try {
     validate(accesses, count);
     if (!sequential_ && options_.window != 0 &&
@@ -613,9 +609,7 @@ void flow_core::close_reduction(object_state& st) {
 flow_node* flow_core::allocate_internal() {
   // allocate() marks the producer busy; internal tasks are made while it is.
   leave_producer();
-  flow_node* n = allocate();
-  n->internal = true;
-  return n;
+  return allocate();
 }
 
 // Links n behind every predecessor in scratch_ that has not finished, and
@@ -1000,10 +994,7 @@ void flow_core::close_all_reductions() {
 
 void flow_core::wait() {
   enter_producer();
-  struct producer_scope {
-    flow_core& core;
-    ~producer_scope() { core.leave_producer(); }
-  } scope{*this};
+  const producer_scope scope{*this};
   drain();
   rethrow_and_reset();
 }
@@ -1072,10 +1063,7 @@ bool flow_core::cancel() noexcept {
 
 void flow_core::wait_for_object(const void* object) {
   enter_producer();
-  struct producer_scope {
-    flow_core& core;
-    ~producer_scope() { core.leave_producer(); }
-  } scope{*this};
+  const producer_scope scope{*this};
   object_state* st = objects_->find(object);
   if (st == nullptr || !st->used) return;
   if (st->kind == access_mode::reduce) close_reduction(*st);

@@ -315,7 +315,6 @@ struct alignas(cache_line) flow_node : job {
   // Producer only.
   // Bumped on every reuse (node_ref); the task's number; visited marks.
   alignas(cache_line) std::uint32_t generation = 0;
-  bool internal = false;          // a reduction's combine, or wait(x)'s barrier
   bool waits_for_future = false;  // after(future): wait(x) may have to run jobs
   std::uint32_t predecessor_count = 0;
   std::uint64_t serial = 0;
@@ -422,6 +421,14 @@ class flow_core {
 
   void enter_producer();
   void leave_producer() noexcept;
+  // Ends the producer's busy mark when the call that set it returns.
+  struct producer_scope {
+    explicit producer_scope(flow_core& c) noexcept : core(c) {}
+    flow_core& core;
+    producer_scope(const producer_scope&) = delete;
+    producer_scope& operator=(const producer_scope&) = delete;
+    ~producer_scope() { core.leave_producer(); }
+  };
   flow_node* allocate_internal();
   void count_unfinished(std::uint64_t k);
   void start_unit(std::uint64_t k);
