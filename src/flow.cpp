@@ -967,7 +967,6 @@ void flow_core::wait_until_below(std::uint64_t limit, std::uint64_t wish) {
     return (unfinished_.load(std::memory_order_acquire) & count_mask) <= limit;
   };
   scheduler::wait_for(*pool_, done, [&] {
-    if (scheduler::spin_briefly(done)) return;
     parker& self = parker::current();
     // Release pairs with the finisher's acquire load of sleeper_.
     sleeper_.store(&self, std::memory_order_release);

@@ -23,6 +23,8 @@ constexpr std::size_t lane_batch = 32;
 // The longest pause between two looks of an idle worker at a lane that is
 // still filling up (about 5 us at 20 ns a pause).
 constexpr int max_pauses_while_filling = 256;
+// An idle worker's search yields its CPU every this many looks (about 1 us).
+constexpr unsigned yield_every_polls = 16;
 
 void name_thread(const std::string& base, std::size_t index) {
   // Linux limits thread names to 15 characters.
@@ -69,7 +71,10 @@ std::uint64_t next_pool_id() noexcept {
 }  // namespace
 
 pool::pool(pool_options options)
-    : id_(next_pool_id()), name_(std::move(options.name)), on_error_(std::move(options.on_error)) {
+    : id_(next_pool_id()),
+      name_(std::move(options.name)),
+      waiters_help_(options.waiters_help),
+      on_error_(std::move(options.on_error)) {
   workers_.reserve(options.threads);
   for (std::size_t i = 0; i < options.threads; ++i) {
     workers_.push_back(std::make_unique<detail::worker>(i));
@@ -155,11 +160,15 @@ void pool::add_spawned(detail::job_cache& c, unsigned epoch) {
 pool::ticket pool::count_against(detail::job_cache& c) {
   unsigned inherited = 0;
   if (detail::running_scope::find(this, inherited)) {
-    // A job of ours, run by a thread that is not our worker: its spawns
-    // belong to its epoch, which cannot drain before it finishes.
+    // A job of ours, run by a thread that is not our worker (a helping
+    // waiter, a wait_until caller): its spawns belong to its epoch, which
+    // cannot drain before it finishes. Like a worker's job, it may spawn
+    // while the pool closes: it is counted and unfinished, so the
+    // destructor's drain waits for it, and sees this count (seq_cst) before
+    // its finish. Refusing here made pool_closed escape from a job that a
+    // waiter ran during the destruction.
     ticket t{&c, inherited, 1};
     add_spawned(c, t.epoch);
-    check_open(t);
     return t;
   }
   // seq_cst, as the re-reads below: ordered with the flip in drain_epochs().
@@ -391,12 +400,17 @@ bool pool::lanes_filling(std::int64_t& last_pushed) const noexcept {
   return growing && waiting < static_cast<std::int64_t>(lane_batch);
 }
 
-bool pool::all_queues_empty() const noexcept {
+bool pool::outside_queues_empty() const noexcept {
   if (!injector_.empty()) return false;
   const detail::lane_set& lanes = *lanes_;
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
     if (!lanes[i].queue.empty()) return false;
   }
+  return true;
+}
+
+bool pool::all_queues_empty() const noexcept {
+  if (!outside_queues_empty()) return false;
   return std::all_of(workers_.begin(), workers_.end(),
                      [](const auto& w) { return w->deque.empty(); });
 }
@@ -419,17 +433,33 @@ void pool::execute(detail::job* j) noexcept {
 
 void pool::await(const detail::latch& l) {
   auto is_set = [&l] { return l.is_set(); };
-  wait_for(is_set, [&] {
-    // block() installs our parker in the latch; it does not change its value.
-    if (!spin_briefly(is_set)) const_cast<detail::latch&>(l).block();
-  });
+  // block() installs our parker in the latch; it does not change its value.
+  wait_for(is_set, [&] { const_cast<detail::latch&>(l).block(); });
+}
+
+bool pool::help_from_lane(detail::lane& mine) noexcept {
+  detail::job* j = nullptr;
+  // The lane outlives the pool (the thread's binding shares it), so taking
+  // is safe even if the pool is being destroyed by now.
+  if (mine.queue.take(&j, 1) == 0) return false;
+  // j is counted and has not finished, so the destructor cannot get past
+  // its drain before j retires: the pool is alive until then. Count
+  // ourselves a visitor, as help_loop() does, for what retire() touches
+  // after the finish count. Relaxed: it precedes j's seq_cst finish count
+  // in program order, which the destructor reads before visitors_.
+  visitors_.fetch_add(1, std::memory_order_relaxed);
+  ++detail::tls.depth;
+  execute(j);
+  --detail::tls.depth;
+  // Release pairs with the acquire load in the destructor.
+  visitors_.fetch_sub(1, std::memory_order_release);
+  return true;
 }
 
 template <class Done>
 void pool::block_until(Done& done) {
   // quiescent()'s seq_cst loads also make the jobs' effects visible: they
   // read the counts the jobs' runners increased after running them.
-  if (spin_briefly(done)) return;
   std::unique_lock lock{idle_mutex_};
   // seq_cst: see wake_idle_waiters().
   idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -588,12 +618,28 @@ detail::job* pool::idle(detail::worker& w) {
     if (searching) {
       // Search: the next job often arrives within microseconds (a submit/get
       // ping-pong, the next round of a parallel loop).
+      // The queues that threads outside the pool push to are looked at
+      // after every pause: a job handed over from outside (a submit/get
+      // round trip) is then found within a few tens of nanoseconds. The
+      // workers' deques only every relax_per_poll pauses, as before:
+      // reading a busy worker's deque this often would make each of its
+      // pushes and pops miss the cache.
       const auto until = std::chrono::steady_clock::now() + detail::idle_spin_time;
-      int pauses = detail::relax_per_poll;
+      int pauses = 1;
+      unsigned polls = 0;
       std::int64_t last_pushed = -1;
-      do {
+      for (;;) {
         for (int i = 0; i < pauses; ++i) detail::cpu_relax();
-        if (!all_queues_empty()) {
+        const bool full = ++polls % detail::relax_per_poll == 0 || pauses > 1;
+        if (full && std::chrono::steady_clock::now() >= until) break;
+        // About every microsecond, let another thread that shares our
+        // CPU run: a thread waiting for a job we are about to find (or just
+        // ran) may sit on this very CPU, and Linux does not always move one
+        // of two busy threads to the other, idle CPU. Without this, a
+        // submit/get round trip fell into a mode of 30-230 us, now and
+        // then for a whole run (docs/sleep.md).
+        if (polls % yield_every_polls == 0) std::this_thread::yield();
+        if (full ? !all_queues_empty() : !outside_queues_empty()) {
           // A lane whose thread is still pushing: let a batch build up
           // instead of taking its jobs one by one, which costs the producer
           // a cache miss per job, and look less often meanwhile. A lane that
@@ -609,7 +655,7 @@ detail::job* pool::idle(detail::worker& w) {
             return j;
           }
         }
-      } while (std::chrono::steady_clock::now() < until);
+      }
     }
     // Announce, look once more, then park (docs/sleep.md).
     sleep_.prepare(searching);
@@ -666,7 +712,6 @@ void task_group::finish() noexcept {
 void task_group::wait_idle() {
   auto done = [this] { return idle(); };
   pool_.wait_for(done, [&] {
-    if (pool::spin_briefly(done)) return;
     detail::parker& self = detail::parker::current();
     waiter_ = &self;
     // Acquire: if the count is already zero we return at once, and must see

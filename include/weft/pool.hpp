@@ -47,6 +47,13 @@ struct pool_options {
   // destroyed without wait, a discarded future). When empty, pool::wait()
   // rethrows them instead, oldest first, one per call.
   std::function<void(std::exception_ptr)> on_error = nullptr;
+  // When true, a thread that is not a worker and waits for this pool's work
+  // (future::get/wait, wait, join, task_group::wait, flow::wait) runs the
+  // jobs it submitted itself that no worker has started yet, instead of
+  // only waiting for a worker to wake (docs/waiting.md, "Outside waits").
+  // Such jobs see this_worker::index() empty, as on any thread that is not
+  // a worker. Off by default: then every job runs on a worker.
+  bool waiters_help = false;
 };
 
 struct pool_stats {
@@ -310,7 +317,7 @@ class pool {
   // Whether a thread is blocked in wait() (or the destructor), or waits in
   // wait() by helping another pool: a worker that never runs out of work (a
   // steady feeder) must then still hand its counts over now and then. A
-  // waiter's first 20 us of spinning ask for nothing, so that short waits do
+  // waiter's first 21 us of polling ask for nothing, so that short waits do
   // not make the workers write the counters the waiter polls.
   [[nodiscard]] bool flush_requested() const noexcept {
     // Relaxed: a late look only delays the hand-over by a few jobs.
@@ -356,6 +363,8 @@ class pool {
   // Owner only: moves self.batch into self's deque, for others to steal.
   void keep_batch(detail::worker& self);
   bool all_queues_empty() const noexcept;
+  // The injector and the lanes only: what threads outside the pool push to.
+  [[nodiscard]] bool outside_queues_empty() const noexcept;
   // Idle search: whether the only work is in lanes still being filled.
   bool lanes_filling(std::int64_t& last_pushed) const noexcept;
   void execute(detail::job* j) noexcept;
@@ -380,9 +389,13 @@ class pool {
   // its own pool's jobs if it is a worker, else calling block().
   template <class Done, class Block>
   void wait_for(Done& done, Block&& block);
-  // Spins for detail::block_spin_time; true as soon as done() holds.
+  // The first part of a wait by a thread that is not a worker, before it
+  // parks (docs/waiting.md, "Outside waits"); true as soon as done() holds.
+  // `mine`: the caller's lane, whose jobs it may run meanwhile, or nullptr.
   template <class Done>
-  static bool spin_briefly(Done& done);
+  bool wait_briefly(Done& done, detail::lane* mine);
+  // Runs one job of the caller's own lane; false when there was none.
+  bool help_from_lane(detail::lane& mine) noexcept;
   void await(const detail::latch& l);
   // Blocks until done() holds; done() must turn true only through counted
   // jobs finishing (see wake_idle_waiters()).
@@ -398,6 +411,7 @@ class pool {
   // Read-mostly after construction.
   const std::uint64_t id_;  // unique over the process's lifetime
   std::string name_;
+  const bool waiters_help_;  // pool_options::waiters_help
   std::function<void(std::exception_ptr)> on_error_;
   std::vector<std::unique_ptr<detail::worker>> workers_;
 
@@ -581,17 +595,41 @@ void pool::wait_for(Done& done, Block&& block) {
   } else if (own != nullptr && !own->sequential()) {
     own->help_until(done);
   } else {
-    block();
+    // Only the lane this thread already has: binding one allocates, and a
+    // thread that never submitted here has no jobs of its own to run.
+    const detail::lane_cache_entry& cached = detail::tls_lane;
+    detail::lane* mine = waiters_help_ && cached.pool_id == id_ ? cached.bound : nullptr;
+    if (!wait_briefly(done, mine)) block();
   }
 }
 
 template <class Done>
-bool pool::spin_briefly(Done& done) {
-  const auto until = std::chrono::steady_clock::now() + detail::block_spin_time;
+bool pool::wait_briefly(Done& done, detail::lane* mine) {
+  using clock = std::chrono::steady_clock;
+  // 1. Spin: a worker that is awake takes a job within a fraction of a
+  // microsecond and often finishes it within this time. Skipped while a
+  // worker is being woken: it may have been placed on this very CPU
+  // (Linux puts a wakee near its waker), and spinning would hold it off.
+  if (!sleep_.waking()) {
+    const auto until = clock::now() + detail::pure_spin_time;
+    do {
+      if (done()) return true;
+      for (int i = 0; i < detail::relax_per_poll; ++i) detail::cpu_relax();
+    } while (clock::now() < until);
+  }
+  // 2. Run our own jobs that no worker has taken (pool_options::waiters_help).
+  if (mine != nullptr && detail::tls.depth < detail::max_help_depth) {
+    while (!done()) {
+      if (!help_from_lane(*mine)) break;
+    }
+  }
+  // 3. Poll, yielding the CPU between polls, so that a worker woken onto
+  // this CPU runs at once; then the caller parks.
+  const auto until = clock::now() + detail::block_spin_time;
   do {
     if (done()) return true;
-    for (int i = 0; i < detail::relax_per_poll; ++i) detail::cpu_relax();
-  } while (std::chrono::steady_clock::now() < until);
+    std::this_thread::yield();
+  } while (clock::now() < until);
   return done();
 }
 

@@ -31,8 +31,13 @@ inline constexpr int relax_per_poll = 8;
 // idle worker burns well under a millisecond per idle period.
 inline constexpr std::chrono::microseconds idle_spin_time{100};
 
-// How long a thread that blocks on a latch (future::get from a non-worker
-// thread, an external join) spins before it parks.
+// How long a thread that is not a worker spins when it starts to wait
+// (future::get, an external join, pool::wait), unless a worker is being
+// woken; long enough for a round trip to an awake worker.
+inline constexpr std::chrono::microseconds pure_spin_time{1};
+
+// How long such a thread then polls, yielding its CPU between polls, before
+// it parks (docs/waiting.md, "Outside waits").
 inline constexpr std::chrono::microseconds block_spin_time{20};
 
 // Helping (running other jobs while waiting) nests at most this deep on one

@@ -77,11 +77,6 @@ struct scheduler {
   static void wait_for(pool& p, Done& done, Block&& block) {
     p.wait_for(done, std::forward<Block>(block));
   }
-  // Spins for a few microseconds; true as soon as done() holds.
-  template <class Done>
-  static bool spin_briefly(Done& done) {
-    return pool::spin_briefly(done);
-  }
   // Waits for a latch the way wait_for does.
   static void await(pool& p, const latch& l) { p.await(l); }
 };

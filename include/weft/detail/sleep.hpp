@@ -71,6 +71,12 @@ class sleep_controller {
     if (searchers(s) == 0 && sleepers(s) > tokens(s)) wake_one(s);
   }
 
+  // Any thread; a hint: whether a worker has been woken and has not run
+  // yet. Relaxed: an outside waiter only chooses how to wait by it.
+  [[nodiscard]] bool waking() const noexcept {
+    return tokens(state_.load(std::memory_order_relaxed)) != 0;
+  }
+
   // Wakes every worker for good; park() returns false from now on.
   void stop();
 
