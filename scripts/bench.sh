@@ -70,6 +70,10 @@ if [[ -n $compare && ! -f $compare ]]; then
   exit 2
 fi
 main_workers=${WEFT_BENCH_WORKERS:-2}
+if ! [[ $main_workers =~ ^[1-9][0-9]*$ ]]; then
+  echo "bench.sh: WEFT_BENCH_WORKERS must be a positive integer, not '$main_workers'" >&2
+  exit 2
+fi
 if [[ -z $threads ]]; then
   cpus=$(nproc)
   threads=1
@@ -160,7 +164,8 @@ for workload in "${workloads[@]}"; do
 done
 for competitor in "${competitors[@]}"; do
   while IFS= read -r name; do
-    if [[ -n $name ]]; then add_task "$competitor" "${name%%/*}" "$main_workers" peak_rss "$name"; fi
+    [[ -n $name ]] || continue
+    add_task "$competitor" "${name%%/*}" "$main_workers" peak_rss "$name"
   done < <(selected "$bin/weft_bench_$competitor" --peak_rss)
 done
 # The scaling series: the main run gives its own count; seq has no workers.
@@ -216,7 +221,7 @@ for ((i = 0; i < tasks; i++)); do
   what="$workload, $competitor"
   [[ ${task_suite[i]} == timing ]] || what+=" (peak memory)"
   [[ $workers == "$main_workers" ]] || what+=" with $workers worker$( ((workers == 1)) || echo s)"
-  printf '[%d/%d] %-44s %s elapsed, about %s left\n' $((i + 1)) "$tasks" "$what" \
+  printf '[%*d/%d] %-44s %s elapsed, about %s left\n' ${#tasks} $((i + 1)) "$tasks" "$what" \
     "$(clock $((SECONDS - started)))" "$(clock "$(estimate_left "$i")")"
 
   name=$(printf '%03d' $((i + 1))).$competitor.$workload.w$workers

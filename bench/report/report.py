@@ -354,7 +354,7 @@ def format_table(cells):
 def comparison(new, old):
     """Per row of the new table that OLD also has: weft's old and new medians,
     new/old, the median of the peers' new/old, and a flag past REGRESSION."""
-    cells = [["benchmark", "weft variant", "old", "new", "new/old", "peers new/old", ""]]
+    cells = [["benchmark", "weft variant", "old", "new", "new/old", "peers new/old", "flag"]]
     for key in new.ordered_keys():
         row, old_row = new.rows[key], old.rows.get(key)
         for variant in sorted(row.weft_variants, key=row.weft_variants.get):
@@ -571,7 +571,9 @@ def main():
                   f"{' '.join(old_failures)}", file=sys.stderr)
             return 2
         compared = comparison(results, old[workers])
-        print(f"\nCompared with {args.compare} (new/old above {REGRESSION:g}: REGRESSION):")
+        regressions = sum(line[-1] == "REGRESSION" for line in compared)
+        print(f"\nCompared with {args.compare}: {regressions} of {len(compared) - 1} rows worse "
+              f"by more than {round((REGRESSION - 1) * 100)}% (REGRESSION)")
         print(format_table(compared))
 
     os.makedirs(args.out, exist_ok=True)
