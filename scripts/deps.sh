@@ -2,11 +2,14 @@
 # Installs the Debian/Ubuntu packages weft needs, and only those missing.
 #
 #   scripts/deps.sh test    compiler, CMake, GoogleTest, clang-format/-tidy, graphviz,
-#                           spin (the model checker), gdb (the soak's watchdog), and
-#                           OpenBLAS + LAPACKE (examples/blas/cholesky.cpp)
+#                           spin (the model checker), gdb (the soak's watchdog),
+#                           OpenBLAS + LAPACKE (examples/blas/cholesky.cpp),
+#                           pkg-config (the package check) and matplotlib (the
+#                           test of bench/report/report.py)
 #                           (clang-tidy-16 too: clang-tidy 14 cannot parse
 #                           libstdc++ 12's <ranges> in C++20 mode)
-#   scripts/deps.sh bench   compiler, CMake, Google Benchmark, oneTBB
+#   scripts/deps.sh bench   compiler, CMake, Google Benchmark, oneTBB, OpenBLAS +
+#                           LAPACKE, StarPU, and matplotlib (the report's charts)
 #
 # As root it runs apt-get itself; otherwise it prints the command to run and
 # exits 1. Prints one line and changes nothing when everything is installed.
@@ -19,8 +22,8 @@ usage() {
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz spin gdb pkg-config libopenblas-dev liblapacke-dev) ;;
-  bench) packages=(g++ cmake make libbenchmark-dev libtbb-dev libopenblas-dev liblapacke-dev libstarpu-dev pkg-config) ;;
+  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz spin gdb pkg-config libopenblas-dev liblapacke-dev python3-matplotlib) ;;
+  bench) packages=(g++ cmake make libbenchmark-dev libtbb-dev libopenblas-dev liblapacke-dev libstarpu-dev pkg-config python3-matplotlib) ;;
   *) usage ;;
 esac
 

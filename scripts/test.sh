@@ -2,7 +2,7 @@
 # weft's full check, the same locally and in CI:
 #   1 format check   2 release build + tests + examples   3 soak (2 minutes)
 #   4 SPIN models   5 clang-tidy   6 ThreadSanitizer   7 AddressSanitizer + UBSan
-#   8 package check
+#   8 package check (find_package, add_subdirectory, FetchContent, pkg-config)
 # SKIP_SANITIZERS=1 skips steps 6 and 7 for a quick local run; SOAK_MINUTES
 # sets the soak's length (default 2).
 set -euo pipefail
@@ -126,7 +126,7 @@ else
   section_done
 fi
 
-section "8/8 package check: install, then find_package / add_subdirectory / FetchContent"
+section "8/8 package check: install, then find_package / add_subdirectory / FetchContent / pkg-config"
 check_dir=$root/build/package-check
 rm -rf "$check_dir"
 cmake --install build/release --prefix "$check_dir/prefix"
@@ -141,6 +141,16 @@ for mode in package subdirectory fetchcontent; do
   "$check_dir/$mode/weft_consumer"
   echo "-- consumer in $mode mode: ran OK"
 done
+# The same program built without CMake, from the installed weft.pc alone.
+echo "-- consumer with pkg-config"
+pc_file=$(find "$check_dir/prefix" -name weft.pc)
+[[ -n $pc_file ]] || { echo "test.sh: the package has no weft.pc" >&2; exit 1; }
+pc_flags=$(PKG_CONFIG_PATH=$(dirname "$pc_file") pkg-config --cflags --libs weft)
+echo "pkg-config --cflags --libs weft: $pc_flags"
+# shellcheck disable=SC2086 # pkg-config's output is a list of words
+"${CXX:-c++}" -std=c++20 tests/consumer/main.cpp -o "$check_dir/pkg_config_consumer" $pc_flags
+"$check_dir/pkg_config_consumer"
+echo "-- consumer with pkg-config: ran OK"
 section_done
 
 printf '\nscripts/test.sh: all steps passed in %dm%02ds\n' "$((SECONDS / 60))" "$((SECONDS % 60))"

@@ -20,9 +20,10 @@ struct alignas(64) slot {
   std::atomic<std::uint64_t> count{0};
 };
 
-// Benchmark processes start few threads at a time (2 workers per pool, the
-// TBB and OpenMP runtimes' own); 256 is far above what any of them uses at
-// once. A thread beyond that shares `overflow` through fetch_add.
+// Benchmark processes start few threads at a time (bench::workers per pool,
+// 2 by default, and the TBB and OpenMP runtimes' own); 256 is far above what
+// any of them uses at once on the machines this runs on. A thread beyond
+// that shares `overflow` through fetch_add.
 constexpr std::size_t slot_count = 256;
 slot slots[slot_count];
 slot overflow;

@@ -2,11 +2,13 @@
 // WEFT_BENCH_COMPETITOR names the competitor; bench/CMakeLists.txt defines it.
 //
 // Besides Google Benchmark's own flags it accepts --peak_rss, which selects
-// the peak-RSS suite instead of the timing suite. The exit status is non-zero
+// the peak-RSS suite instead of the timing suite. The environment variable
+// WEFT_BENCH_WORKERS sets the number of workers (common/registry.hpp). The exit status is non-zero
 // if any result failed verification.
 #include <benchmark/benchmark.h>
 
 #include <iostream>
+#include <string>
 #include <string_view>
 
 #include "common/check.hpp"
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
     }
   }
   benchmark::AddCustomContext("competitor", WEFT_BENCH_COMPETITOR);
+  benchmark::AddCustomContext("workers", std::to_string(bench::workers));
   benchmark::AddCustomContext("suite", selected == bench::suite::timing ? "timing" : "peak_rss");
   bench::register_suite(selected);
   benchmark::RunSpecifiedBenchmarks();

@@ -1,5 +1,7 @@
 #include "common/registry.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace bench {
@@ -18,6 +20,19 @@ std::vector<pending>& queue() {
 }
 
 }  // namespace
+
+std::uint16_t workers_from_environment() {
+  const char* text = std::getenv("WEFT_BENCH_WORKERS");
+  if (text == nullptr || *text == '\0') return 2;
+  char* end = nullptr;
+  const long n = std::strtol(text, &end, 10);
+  if (*end != '\0' || n < 1 || n > max_workers) {
+    std::fprintf(stderr, "WEFT_BENCH_WORKERS must be a whole number from 1 to %d, not '%s'\n",
+                 max_workers, text);
+    std::exit(2);
+  }
+  return static_cast<std::uint16_t>(n);
+}
 
 int on_startup(suite which, void (*add)()) {
   queue().push_back({which, add});

@@ -4,8 +4,8 @@
 // "fib/30/join" (weft), "fib/30/task_group" (oneTBB), "fib/30/task"
 // (OpenMP). Which library ran it is not part of the name: each competitor
 // is its own executable and writes "competitor" into the JSON context.
-// weft_bench_report pairs rows by "<workload>/<size>" and ignores whatever
-// Google Benchmark appends after the variant ("/iterations:1",
+// bench/report/report.py pairs rows by "<workload>/<size>" and ignores
+// whatever Google Benchmark appends after the variant ("/iterations:1",
 // "/real_time").
 //
 // Registration is deferred to main() because one executable holds two
@@ -15,16 +15,32 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 
 namespace bench {
 
-// Every competitor runs with this many worker threads. oneTBB and OpenMP
+// Reads WEFT_BENCH_WORKERS: a whole number from 1 to max_workers, 2 when
+// unset or empty. Any other value ends the process with status 2 and a
+// message.
+inline constexpr int max_workers = 1024;
+std::uint16_t workers_from_environment();
+
+// Every competitor runs with this many worker threads, WEFT_BENCH_WORKERS
+// (default 2), and writes it into its JSON context as "workers", so that the
+// report can tell the runs of a scaling series apart. oneTBB and OpenMP
 // count the thread that enters the arena or the parallel region among them;
 // weft's workers are separate from the caller, which blocks meanwhile.
-inline constexpr int workers = 2;
+// scripts/bench.sh varies it only for the scaling workloads: with 1, the
+// round trips of oneTBB and OpenMP have no thread but the waiting caller.
+//
+// A std::uint16_t and not an int because a braced initialiser converts it
+// without narrowing to both int (oneTBB's task_arena{n}) and std::size_t
+// (weft::pool_options{.threads = n}), which no int known only at run time
+// does; and OpenMP's num_threads() takes an integer, not a class.
+inline const std::uint16_t workers = workers_from_environment();
 
 enum class suite { timing, peak_rss };
 
