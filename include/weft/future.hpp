@@ -67,10 +67,11 @@ struct future_access {
 // Move-only handle to a submitted job's outcome. Use it from one thread at a
 // time. get() on a worker runs other jobs while it waits; on any other thread
 // it spins briefly, runs its own queued jobs if pool_options::waiters_help
-// is set, and then blocks (in sequential mode it runs the pool's jobs). Destroying a future without get() is fine: if its job throws after
-// that, the exception goes to the pool's error path (pool_options::on_error,
-// or pool::wait()); if the job had already failed, the exception is printed
-// to stderr, since nothing can rethrow it any more.
+// is set, and then blocks (in sequential mode it runs the pool's jobs).
+// Destroying a future without get() is fine: if its job throws after that,
+// the exception goes to the pool's error path (pool_options::on_error, or
+// pool::wait()); if the job had already failed, the exception is printed to
+// stderr, since nothing can rethrow it any more.
 template <class R>
 class future {
  public:
