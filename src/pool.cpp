@@ -10,6 +10,7 @@
 #include <string>
 #include <system_error>
 
+#include "weft/detail/visit.hpp"
 #include "weft/group.hpp"
 
 namespace weft {
@@ -118,6 +119,9 @@ pool::~pool() {
     // Acquire (above) pairs with the release decrement in help_until().
     std::this_thread::yield();
   }
+  // And threads that waited on our jobs' futures may still be leaving the
+  // wait (visit_scope).
+  detail::wait_for_visits(this);
   sleep_.stop();
   for (auto& w : workers_) w->thread.join();
 
@@ -434,13 +438,26 @@ void pool::execute(detail::job* j) noexcept {
 void pool::await(const detail::latch& l) {
   auto is_set = [&l] { return l.is_set(); };
   // block() installs our parker in the latch; it does not change its value.
-  wait_for(is_set, [&] { const_cast<detail::latch&>(l).block(); });
+  auto block = [&] { const_cast<detail::latch&>(l).block(); };
+  // Our worker (or a thread running our sequential jobs) keeps the pool
+  // alive. Any other thread saw the latch unset but may not touch the pool
+  // until it has published its visit and checked again: the pool is
+  // destroyed once the latch's job has finished (docs/waiting.md).
+  if (detail::tls.owner == this) {
+    wait_for(is_set, block);
+    return;
+  }
+  detail::fault::at(detail::fault::await_point::entered);
+  const detail::visit_scope visit{this};
+  if (l.is_set_now()) return;
+  detail::fault::at(detail::fault::await_point::visiting);
+  wait_for(is_set, block);
 }
 
 bool pool::help_from_lane(detail::lane& mine) noexcept {
   detail::job* j = nullptr;
-  // The lane outlives the pool (the thread's binding shares it), so taking
-  // is safe even if the pool is being destroyed by now.
+  // Our visit (pool::await) or the wait's contract keeps the pool, and so
+  // the lane, alive.
   if (mine.queue.take(&j, 1) == 0) return false;
   // j is counted and has not finished, so the destructor cannot get past
   // its drain before j retires: the pool is alive until then. Count

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+#include <weft/detail/visit.hpp>
 #include <weft/weft.hpp>
 
 #include "support/support.hpp"
@@ -215,6 +216,89 @@ TEST_P(outside_wait, helping_waiter_racing_the_destructor) {
     destroyer.join();
     EXPECT_EQ(ran.load(), 4);
   }
+}
+
+// A get() that saw its job unfinished, racing the destruction of the pool.
+// The job waits for a gate; the hook in pool::await (detail::fault) opens it
+// at one point of the wait and holds the waiter there.
+struct destroy_race {
+  static inline std::atomic<bool> gate{false};
+  static inline std::atomic<bool> destroyed{false};
+  static inline std::atomic<bool> destroyed_while_visiting{false};
+  static inline weft::detail::fault::await_point pause_at{};
+
+  static void hook(weft::detail::fault::await_point point) {
+    if (point != pause_at) return;
+    gate.store(true, std::memory_order_release);
+    if (point == weft::detail::fault::await_point::entered) {
+      // Not yet visiting: the destructor may finish, and the wait must not
+      // touch the pool afterwards (ASan and TSan would see it).
+      while (!destroyed.load(std::memory_order_acquire)) std::this_thread::yield();
+    } else {
+      // Visiting: the destructor must wait for us, however long we stay.
+      std::this_thread::sleep_for(20ms);
+      destroyed_while_visiting.store(destroyed.load(std::memory_order_acquire));
+    }
+  }
+
+  static void run(weft::pool_options options, weft::detail::fault::await_point point) {
+    gate = false;
+    destroyed = false;
+    destroyed_while_visiting = false;
+    pause_at = point;
+    auto pool = std::make_unique<weft::pool>(options);
+    auto f = pool->submit([] {
+      while (!gate.load(std::memory_order_acquire)) std::this_thread::yield();
+      return 7;
+    });
+    std::thread destroyer([&pool] {
+      pool.reset();
+      destroyed.store(true, std::memory_order_release);
+    });
+    weft::detail::fault::await_hook.store(&hook);
+    const int got = f.get();
+    weft::detail::fault::await_hook.store(nullptr);
+    destroyer.join();
+    EXPECT_EQ(got, 7);
+    EXPECT_FALSE(destroyed_while_visiting.load());
+  }
+};
+
+TEST_P(outside_wait, a_get_that_saw_its_job_unfinished_never_touches_a_destroyed_pool) {
+  for (const bool help : {false, true}) {
+    destroy_race::run({.threads = GetParam(), .waiters_help = help},
+                      weft::detail::fault::await_point::entered);
+  }
+}
+
+TEST_P(outside_wait, the_destructor_waits_for_a_get_that_visits_the_pool) {
+  for (const bool help : {false, true}) {
+    destroy_race::run({.threads = GetParam(), .waiters_help = help},
+                      weft::detail::fault::await_point::visiting);
+  }
+}
+
+// Sequential pools run their jobs on the waiting thread, so each nested get()
+// below is a visit of one more pool by the same thread.
+TEST(visits, waits_nested_across_more_than_eight_pools_throw_usage_error) {
+  std::vector<std::unique_ptr<weft::pool>> pools;
+  for (std::size_t i = 0; i < weft::detail::visit_slot::max_depth + 1; ++i) {
+    pools.push_back(std::make_unique<weft::pool>(weft::pool_options{.threads = 0}));
+  }
+  std::function<int(std::size_t)> nest = [&](std::size_t i) -> int {
+    // >=: the last pool's job, queued when its get() threw, runs in the
+    // pool's destructor, after the pool has left the vector.
+    if (i >= pools.size()) return 1;
+    return pools[i]->submit([&nest, i] { return nest(i + 1); }).get() + 1;
+  };
+  EXPECT_THROW(nest(0), weft::usage_error);
+  pools.pop_back();
+  EXPECT_EQ(nest(0), static_cast<int>(pools.size()) + 1);
+  // Nesting within one pool uses one visit, however deep.
+  std::function<int(int)> deep = [&](int n) -> int {
+    return n == 0 ? 0 : pools[0]->submit([&deep, n] { return deep(n - 1); }).get() + 1;
+  };
+  EXPECT_EQ(deep(100), 100);
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, outside_wait, ::testing::Values(1, 2, 4, 8),

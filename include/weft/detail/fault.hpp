@@ -1,6 +1,7 @@
 // Fault injection for weft's own tests: failures that are hard to provoke
-// from outside (a thread that cannot start). Off unless a test turns it on;
-// one relaxed load where it is checked, on paths that are already slow.
+// from outside (a thread that cannot start, a wait paused at the wrong
+// time). Off unless a test turns it on; one relaxed load where it is
+// checked, on paths that are already slow.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,19 @@ inline bool thread_start_fails() noexcept {
     }
   }
   return false;
+}
+
+// Called, when set, by a thread that is not a worker at two points of
+// pool::await(): just after the caller saw the latch unset
+// (await_point::entered), and after its visit is published and the latch
+// was seen unset again (await_point::visiting). A test pauses there to race
+// the pool's destructor.
+enum class await_point { entered, visiting };
+inline std::atomic<void (*)(await_point)> await_hook{nullptr};
+
+inline void at(await_point point) {
+  // Relaxed: a test sets the hook before the waits it provokes.
+  if (auto* hook = await_hook.load(std::memory_order_relaxed)) hook(point);
 }
 
 }  // namespace weft::detail::fault

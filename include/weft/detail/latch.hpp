@@ -64,11 +64,20 @@ class latch {
     return state_.load(std::memory_order_acquire) == set_state();
   }
 
+  // is_set() for a waiter that has just published a visit of the latch's
+  // pool (visit_scope). seq_cst: the other half of that Dekker pair, with
+  // set()'s seq_cst exchange.
+  [[nodiscard]] bool is_set_now() const noexcept {
+    return state_.load(std::memory_order_seq_cst) == set_state();
+  }
+
   void set() noexcept {
-    // acq_rel: release publishes the setter's writes to is_set()/block()
-    // and the waiters; acquire pairs with subscribe()'s compare_exchange,
-    // so the waiters read here are the ones subscribed.
-    latch_waiter* w = state_.exchange(set_state(), std::memory_order_acq_rel);
+    // Release publishes the setter's writes to is_set()/block() and the
+    // waiters; acquire pairs with subscribe()'s compare_exchange, so the
+    // waiters read here are the ones subscribed. seq_cst: see is_set_now()
+    // (the setter's count of its job as finished comes after this, and the
+    // pool's destructor reads that count before the visit slots).
+    latch_waiter* w = state_.exchange(set_state(), std::memory_order_seq_cst);
     if (w == set_state()) return;
     while (w != nullptr) {
       latch_waiter* const next = w->next;

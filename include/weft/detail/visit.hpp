@@ -1,0 +1,77 @@
+// Visit slots: how a thread that is not a worker waits on a pool's latch while
+// another thread destroys the pool, without touching freed memory.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "config.hpp"
+
+namespace weft::detail {
+
+// A future may outlive its pool, and its get() may run while another thread
+// destroys the pool: the pool lives until the job has finished, and not a
+// moment longer. A waiter that saw the latch unset cannot tell whether the
+// pool still exists by the time it reads the pool's fields. So, before its
+// check of the latch, it publishes the pool's address in a slot of its own
+// (a slot never freed, so publishing touches no pool), and the destructor,
+// once every job has finished, waits until no slot holds its address.
+// docs/waiting.md, "A wait racing the pool's destructor", has the argument.
+struct alignas(cache_line) visit_slot {
+  // Visits nest (a helping waiter's job may wait on another pool), so a slot
+  // holds the pools of the nested visits, innermost last.
+  static constexpr std::size_t max_depth = 8;
+  // The pools the owning thread visits: [0, depth) are set, the rest
+  // nullptr. Written by the owner, read by destructors (wait_for_visits()).
+  std::atomic<const void*> visiting[max_depth] = {};
+  std::size_t depth = 0;  // owner only
+  // Whether a thread owns the slot; slots are reused, never freed.
+  std::atomic<bool> owned{false};
+  visit_slot* next = nullptr;  // the list of all slots; immutable once linked
+};
+
+// The calling thread's slot (claimed on first use, given back when the
+// thread ends).
+visit_slot& my_visit_slot();
+
+// Destructor of the pool at `pool`: returns once no thread visits it.
+void wait_for_visits(const void* pool) noexcept;
+
+// Throws usage_error: visits nested deeper than visit_slot::max_depth.
+[[noreturn]] void visits_too_deep();
+
+// Publishes a visit of `pool` for the lifetime of the scope. A pool the
+// thread already visits (further out) is not published again: the outer
+// visit covers the inner one.
+class visit_scope {
+ public:
+  explicit visit_scope(const void* pool) : slot_(my_visit_slot()) {
+    for (std::size_t i = 0; i < slot_.depth; ++i) {
+      // Relaxed: only this thread writes the slot.
+      if (slot_.visiting[i].load(std::memory_order_relaxed) == pool) return;
+    }
+    if (slot_.depth == visit_slot::max_depth) visits_too_deep();
+    entry_ = &slot_.visiting[slot_.depth++];
+    // seq_cst: a Dekker pair with the destructor's seq_cst load of the slot
+    // in wait_for_visits(). It is ordered before the caller's seq_cst check
+    // of the latch (latch::is_set_now()), as the latch's seq_cst set() is
+    // before the destructor's load: either the destructor sees the visit,
+    // or the check sees the latch set.
+    entry_->store(pool, std::memory_order_seq_cst);
+  }
+  ~visit_scope() {
+    if (entry_ == nullptr) return;
+    --slot_.depth;
+    // Release pairs with the acquire load in wait_for_visits(): every touch
+    // of the pool by this visit happens before the destructor goes on.
+    entry_->store(nullptr, std::memory_order_release);
+  }
+  visit_scope(const visit_scope&) = delete;
+  visit_scope& operator=(const visit_scope&) = delete;
+
+ private:
+  visit_slot& slot_;
+  std::atomic<const void*>* entry_ = nullptr;
+};
+
+}  // namespace weft::detail

@@ -1,0 +1,89 @@
+#include "weft/detail/visit.hpp"
+
+#include <thread>
+#include <utility>
+
+#include "weft/errors.hpp"
+
+namespace weft::detail {
+
+namespace {
+
+// Every slot ever made, newest first. Slots are never freed, so a destructor
+// may walk the list while threads claim, use and give back slots.
+constinit std::atomic<visit_slot*> all_slots{nullptr};
+
+visit_slot& claim_slot() {
+  // Acquire pairs with the release CAS below: a slot's next is set.
+  for (visit_slot* s = all_slots.load(std::memory_order_acquire); s != nullptr; s = s->next) {
+    bool expected = false;
+    // Acquire pairs with the release store in ~owner(): the previous
+    // owner's last visit ended before ours begins.
+    if (!s->owned.load(std::memory_order_relaxed) &&
+        s->owned.compare_exchange_strong(expected, true, std::memory_order_acquire,
+                                         std::memory_order_relaxed)) {
+      return *s;
+    }
+  }
+  auto* s = new visit_slot;                         // never freed (see all_slots)
+  s->owned.store(true, std::memory_order_relaxed);  // not visible to anyone yet
+  visit_slot* head = all_slots.load(std::memory_order_relaxed);
+  do {
+    s->next = head;
+    // Release pairs with the acquire loads of all_slots: whoever finds the
+    // slot sees it built.
+  } while (!all_slots.compare_exchange_weak(head, s, std::memory_order_release,
+                                            std::memory_order_relaxed));
+  return *s;
+}
+
+// The calling thread's slot; nullptr until its first visit.
+constinit thread_local visit_slot* my_slot = nullptr;
+// Set once the thread's slot was given back at its end. A thread_local
+// destructor that waits on a pool after that claims a slot again, which is
+// then never given back (one slot per such thread, reused by nobody).
+constinit thread_local bool given_back = false;
+
+// Gives the calling thread's slot back when the thread ends.
+struct slot_return {
+  slot_return() = default;
+  slot_return(const slot_return&) = delete;
+  slot_return& operator=(const slot_return&) = delete;
+  ~slot_return() {
+    given_back = true;
+    // Release pairs with the acquire CAS in claim_slot(): the next owner
+    // starts after our last visit.
+    std::exchange(my_slot, nullptr)->owned.store(false, std::memory_order_release);
+  }
+};
+
+}  // namespace
+
+visit_slot& my_visit_slot() {
+  if (my_slot != nullptr) return *my_slot;
+  my_slot = &claim_slot();
+  if (!given_back) {
+    thread_local slot_return on_exit;  // built on the thread's first visit
+  }
+  return *my_slot;
+}
+
+void wait_for_visits(const void* pool) noexcept {
+  // Acquire pairs with the release CAS in claim_slot().
+  for (visit_slot* s = all_slots.load(std::memory_order_acquire); s != nullptr; s = s->next) {
+    for (const auto& entry : s->visiting) {
+      // seq_cst: see visit_scope's constructor; its acquire half pairs with
+      // the release store in ~visit_scope().
+      while (entry.load(std::memory_order_seq_cst) == pool) std::this_thread::yield();
+    }
+  }
+}
+
+void visits_too_deep() {
+  throw usage_error(
+      "weft: waits nested across more than 8 different pools on one thread (a job run by a "
+      "waiting thread waits on a job of another pool, and so on); restructure the nesting, or "
+      "wait from a worker of the pools");
+}
+
+}  // namespace weft::detail
