@@ -3,8 +3,6 @@
 #include <thread>
 #include <utility>
 
-#include "weft/errors.hpp"
-
 namespace weft::detail {
 
 namespace {
@@ -68,22 +66,35 @@ visit_slot& my_visit_slot() {
   return *my_slot;
 }
 
+std::atomic<const void*>& visit_entry(visit_slot& first, std::size_t i) {
+  visit_slot* s = &first;
+  for (; i >= visit_slot::entries; i -= visit_slot::entries) {
+    // Relaxed: only the owner links chunks.
+    visit_slot* more = s->more.load(std::memory_order_relaxed);
+    if (more == nullptr) {
+      more = new visit_slot;  // kept with the slot, never freed
+      // seq_cst: before the entry's own seq_cst store, so a destructor that
+      // misses the chunk (its seq_cst load in wait_for_visits()) is before
+      // that store too, and the Dekker pair of visit_scope holds.
+      s->more.store(more, std::memory_order_seq_cst);
+    }
+    s = more;
+  }
+  return s->visiting[i];
+}
+
 void wait_for_visits(const void* pool) noexcept {
   // Acquire pairs with the release CAS in claim_slot().
   for (visit_slot* s = all_slots.load(std::memory_order_acquire); s != nullptr; s = s->next) {
-    for (const auto& entry : s->visiting) {
-      // seq_cst: see visit_scope's constructor; its acquire half pairs with
-      // the release store in ~visit_scope().
-      while (entry.load(std::memory_order_seq_cst) == pool) std::this_thread::yield();
+    // seq_cst: see visit_entry().
+    for (visit_slot* c = s; c != nullptr; c = c->more.load(std::memory_order_seq_cst)) {
+      for (const auto& entry : c->visiting) {
+        // seq_cst: see visit_scope's constructor; its acquire half pairs
+        // with the release store in ~visit_scope().
+        while (entry.load(std::memory_order_seq_cst) == pool) std::this_thread::yield();
+      }
     }
   }
-}
-
-void visits_too_deep() {
-  throw usage_error(
-      "weft: waits nested across more than 8 different pools on one thread (a job run by a "
-      "waiting thread waits on a job of another pool, and so on); restructure the nesting, or "
-      "wait from a worker of the pools");
 }
 
 }  // namespace weft::detail

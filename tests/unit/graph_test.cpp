@@ -253,8 +253,7 @@ TEST_P(graph_test, cancel_a_run) {
   EXPECT_FALSE(g.cancel());  // nothing in flight
 }
 
-// future::cancel() exists once future_state carries the cancel hook
-// (docs/graph.md, "Status"); until then this test is skipped.
+// future::cancel() reaches the run through future_state's cancel hook.
 TEST_P(graph_test, future_cancel_stops_the_run) {
   weft::pool pool{options()};
   weft::graph g;
@@ -276,6 +275,53 @@ TEST_P(graph_test, future_cancel_stops_the_run) {
   EXPECT_FALSE(again.cancel());
   again.get();
   EXPECT_EQ(after.load(), 10);
+}
+
+// Issue 8's reproducer: a run that loops forever is cancelled by the job that
+// started it, which then drops the future. A cancel asked for is no error, so
+// pool.wait() returns normally and nothing is printed.
+TEST_P(graph_test, a_cancelled_run_whose_future_is_dropped_is_no_error) {
+  weft::pool pool{options()};
+  weft::graph g;
+  std::atomic<int> loops{0};
+  auto a = g.emplace([] {});
+  auto b = g.emplace([&] {
+    loops.fetch_add(1, std::memory_order_relaxed);
+    return 0;  // selects its only successor: itself
+  });
+  a.precede(b);
+  b.precede(b);
+  pool.spawn([&] {
+    auto f = pool.run(g);
+    // With one worker (or none) the run starts only after this job.
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    EXPECT_TRUE(f.cancel());
+  });  // f dropped here, cancelled, possibly before the run has finished
+  EXPECT_NO_THROW(pool.wait());
+  EXPECT_FALSE(g.running());
+  if (GetParam() >= 2) {
+    EXPECT_GT(loops.load(), 0);
+  }
+}
+
+// task::cancel() says whether the task will still run (once more, in the run
+// in flight) or not at all; after a finished run it is false, since the task
+// has run, and it keeps the task from running in later runs either way.
+TEST_P(graph_test, task_cancel_reports_whether_the_task_had_started) {
+  weft::pool pool{options()};
+  weft::graph g;
+  std::atomic<int> ran{0};
+  auto t = g.emplace([&] { ran.fetch_add(1); });
+  EXPECT_TRUE(t.cancel());  // not started: it never runs
+  pool.run(g).get();
+  EXPECT_EQ(ran.load(), 0);
+  t.reset();
+  pool.run(g).get();
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_FALSE(t.cancel());  // it had run since the last reset
+  pool.run(g).get();
+  EXPECT_EQ(ran.load(), 1);  // ... and is skipped from now on
+  EXPECT_TRUE(t.cancel());   // skipped runs do not start it
 }
 
 TEST_P(graph_test, cycle_is_reported_with_its_tasks) {

@@ -18,16 +18,18 @@ namespace weft::detail {
 // once every job has finished, waits until no slot holds its address.
 // docs/waiting.md, "A wait racing the pool's destructor", has the argument.
 struct alignas(cache_line) visit_slot {
-  // Visits nest (a helping waiter's job may wait on another pool), so a slot
-  // holds the pools of the nested visits, innermost last.
-  static constexpr std::size_t max_depth = 8;
-  // The pools the owning thread visits: [0, depth) are set, the rest
-  // nullptr. Written by the owner, read by destructors (wait_for_visits()).
-  std::atomic<const void*> visiting[max_depth] = {};
-  std::size_t depth = 0;  // owner only
+  // Visits nest (a helping waiter's job may wait on another pool's future,
+  // a sequential pool's job may run more of them), so a slot holds the pools
+  // of the nested visits, innermost last: 8 here, then in further slots
+  // chained through `more`, allocated when first needed and kept with the
+  // slot. Written by the owner, read by destructors (wait_for_visits()).
+  static constexpr std::size_t entries = 8;
+  std::atomic<const void*> visiting[entries] = {};
+  std::atomic<visit_slot*> more{nullptr};
+  std::size_t depth = 0;  // owner only, in the first slot of a chain: entries in use
   // Whether a thread owns the slot; slots are reused, never freed.
   std::atomic<bool> owned{false};
-  visit_slot* next = nullptr;  // the list of all slots; immutable once linked
+  visit_slot* next = nullptr;  // the list of all first slots; immutable once linked
 };
 
 // The calling thread's slot (claimed on first use, given back when the
@@ -37,8 +39,8 @@ visit_slot& my_visit_slot();
 // Destructor of the pool at `pool`: returns once no thread visits it.
 void wait_for_visits(const void* pool) noexcept;
 
-// Throws usage_error: visits nested deeper than visit_slot::max_depth.
-[[noreturn]] void visits_too_deep();
+// Entry i of the chain that starts at `first`, extending the chain as needed.
+std::atomic<const void*>& visit_entry(visit_slot& first, std::size_t i);
 
 // Publishes a visit of `pool` for the lifetime of the scope. A pool the
 // thread already visits (further out) is not published again: the outer
@@ -48,10 +50,10 @@ class visit_scope {
   explicit visit_scope(const void* pool) : slot_(my_visit_slot()) {
     for (std::size_t i = 0; i < slot_.depth; ++i) {
       // Relaxed: only this thread writes the slot.
-      if (slot_.visiting[i].load(std::memory_order_relaxed) == pool) return;
+      if (visit_entry(slot_, i).load(std::memory_order_relaxed) == pool) return;
     }
-    if (slot_.depth == visit_slot::max_depth) visits_too_deep();
-    entry_ = &slot_.visiting[slot_.depth++];
+    entry_ = &visit_entry(slot_, slot_.depth);
+    ++slot_.depth;
     // seq_cst: a Dekker pair with the destructor's seq_cst load of the slot
     // in wait_for_visits(). It is ordered before the caller's seq_cst check
     // of the latch (latch::is_set_now()), as the latch's seq_cst set() is
