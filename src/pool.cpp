@@ -430,9 +430,11 @@ void pool::execute(detail::job* j) noexcept {
   const detail::context saved = ctx;
   ctx.owner = this;
   ctx.self = nullptr;
+  ctx.helper_index = detail::no_helper_index;
   j->run(j);
   ctx.owner = saved.owner;
   ctx.self = saved.self;
+  ctx.helper_index = saved.helper_index;
 }
 
 void pool::await(const detail::latch& l) {
@@ -455,6 +457,8 @@ void pool::await(const detail::latch& l) {
 }
 
 bool pool::help_from_lane(detail::lane& mine) noexcept {
+  const helper_scope helper{*this};
+  if (!helper.held()) return false;
   detail::job* j = nullptr;
   // Our visit (pool::await) or the wait's contract keeps the pool, and so
   // the lane, alive.
@@ -471,6 +475,18 @@ bool pool::help_from_lane(detail::lane& mine) noexcept {
   // Release pairs with the acquire load in the destructor.
   visitors_.fetch_sub(1, std::memory_order_release);
   return true;
+}
+
+bool pool::park_until_finish(std::uint64_t seen, std::chrono::milliseconds timeout) {
+  std::unique_lock lock{finish_mutex_};
+  // seq_cst: see signal_finish().
+  finish_parked_.fetch_add(1, std::memory_order_seq_cst);
+  const bool finished = finish_cv_.wait_for(lock, timeout, [&] {
+    // seq_cst: see signal_finish().
+    return finish_epoch_.load(std::memory_order_seq_cst) != seen;
+  });
+  finish_parked_.fetch_sub(1, std::memory_order_relaxed);
+  return finished;
 }
 
 template <class Done>

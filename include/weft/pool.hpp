@@ -51,8 +51,9 @@ struct pool_options {
   // (future::get/wait, wait, join, task_group::wait, flow::wait) runs the
   // jobs it submitted itself that no worker has started yet, instead of
   // only waiting for a worker to wake (docs/waiting.md, "Outside waits").
-  // Such jobs see this_worker::index() empty, as on any thread that is not
-  // a worker. Off by default: then every job runs on a worker.
+  // One such thread at a time (the pool's helper slot); its jobs see
+  // this_worker::index() == size(). Off by default: then only
+  // pool::wait_until runs jobs on a thread that is not a worker.
   bool waiters_help = false;
 };
 
@@ -113,14 +114,20 @@ class pool {
 
   // Runs this pool's jobs on the calling thread until pred() holds. On a
   // worker of another pool it runs that pool's jobs instead (and this
-  // pool's too, if this pool is sequential). When no job is
-  // available it backs off (spin, yield, then sleeps of up to 1 ms), since a
-  // predicate cannot notify anybody.
+  // pool's too, if this pool is sequential). A thread that is not a worker
+  // runs jobs while it holds the pool's helper slot (one thread at a time;
+  // its jobs see this_worker::index() == size()); with no job to run, or
+  // without the slot, it sleeps and re-checks pred() whenever a worker
+  // finishes a job, and at least every 64 ms (docs/waiting.md).
   template <class P>
   void wait_until(P&& pred);
 
   // Worker threads (0 in sequential mode).
   [[nodiscard]] std::size_t size() const noexcept { return workers_.size(); }
+  // How many distinct values this_worker::index() takes in this pool's
+  // jobs: size() + 1 (the helper slot), or 1 in sequential mode. Size
+  // per-worker state with it.
+  [[nodiscard]] std::size_t slots() const noexcept { return sequential() ? 1 : size() + 1; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] pool_stats stats() const;
 
@@ -312,6 +319,7 @@ class pool {
   void flush(detail::worker& w) noexcept {
     hand_over_counts(w);
     wake_idle_waiters();
+    signal_finish();
   }
 
   // Whether a thread is blocked in wait() (or the destructor), or waits in
@@ -329,7 +337,26 @@ class pool {
   // re-checks on its own every millisecond while the pool is busy
   // (block_until), which costs far less than a wake-up per hand-over.
   void flush_now_and_then(detail::worker& w) noexcept {
-    if (flush_requested() && ++w.jobs_since_flush >= flush_interval) hand_over_counts(w);
+    if (!flush_requested()) return;
+    if (++w.jobs_since_flush >= flush_interval) hand_over_counts(w);
+    signal_finish();
+  }
+  // After a job, while outside threads wait in wait_until(): tells them to
+  // re-check their predicates.
+  void signal_finish() noexcept {
+    // Relaxed: a waiter that registers as we look is woken by its own
+    // timeout at worst (docs/waiting.md, "wait_until").
+    if (finish_waiters_.load(std::memory_order_relaxed) == 0) return;
+    // seq_cst: a Dekker pair with park_until_finish(): either the waiter
+    // sees the new epoch, or we see it parked. Its release half makes the
+    // job's effects visible to a waiter that reads this epoch.
+    finish_epoch_.fetch_add(1, std::memory_order_seq_cst);
+    if (finish_parked_.load(std::memory_order_seq_cst) != 0) {
+      // Under the lock: orders us against a waiter between its check of the
+      // epoch and its wait.
+      { std::lock_guard lock{finish_mutex_}; }
+      finish_cv_.notify_all();
+    }
   }
   static constexpr std::uint32_t flush_interval = 32;
 
@@ -394,8 +421,56 @@ class pool {
   // `mine`: the caller's lane, whose jobs it may run meanwhile, or nullptr.
   template <class Done>
   bool wait_briefly(Done& done, detail::lane* mine);
-  // Runs one job of the caller's own lane; false when there was none.
+  // Runs one job of the caller's own lane; false when there was none, or
+  // when another thread holds the helper slot.
   bool help_from_lane(detail::lane& mine) noexcept;
+  // wait_until() on a thread that is not a worker of this pool, which is not
+  // sequential: runs jobs as the helper, else sleeps until jobs finish.
+  template <class Done>
+  void outside_wait_until(Done& done);
+  // Runs jobs (find_work) as the pool's helper until done() or none is
+  // left; false if it ran none (or the slot was taken).
+  template <class Done>
+  bool help_as_helper(Done& done);
+  // Sleeps until a worker finishes a job after the caller read `seen` from
+  // finish_epoch_, or `timeout` passes; true if one did.
+  bool park_until_finish(std::uint64_t seen, std::chrono::milliseconds timeout);
+
+  // Holds the helper slot for its lifetime, if it could take it (or the
+  // calling thread already holds it): jobs run meanwhile see
+  // this_worker::index() == size().
+  class helper_scope {
+   public:
+    explicit helper_scope(pool& p) noexcept : ctx_(detail::tls), saved_(ctx_) {
+      if (ctx_.helping == &p) {
+        held_ = true;  // an outer frame holds it
+        return;
+      }
+      // Acquire pairs with the release store below: the previous helper's
+      // use of per-worker state indexed by the slot happens before ours.
+      if (p.helper_busy_.exchange(true, std::memory_order_acquire)) return;
+      pool_ = &p;
+      held_ = true;
+      ctx_.helping = &p;
+      ctx_.helper_index = p.size();
+    }
+    ~helper_scope() {
+      if (pool_ == nullptr) return;
+      ctx_.helping = saved_.helping;
+      ctx_.helper_index = saved_.helper_index;
+      // Release pairs with the acquire exchange above.
+      pool_->helper_busy_.store(false, std::memory_order_release);
+    }
+    helper_scope(const helper_scope&) = delete;
+    helper_scope& operator=(const helper_scope&) = delete;
+    [[nodiscard]] bool held() const noexcept { return held_; }
+
+   private:
+    detail::context& ctx_;
+    const detail::context saved_;
+    pool* pool_ = nullptr;  // set when this scope took the slot
+    bool held_ = false;
+  };
   void await(const detail::latch& l);
   // Blocks until done() holds; done() must turn true only through counted
   // jobs finishing (see wake_idle_waiters()).
@@ -441,6 +516,16 @@ class pool {
   // Threads that are not workers running this pool's jobs (help_until):
   // the destructor waits for them to leave.
   std::atomic<std::size_t> visitors_{0};
+  // The helper slot (helper_scope): whether a thread that is not a worker
+  // holds it.
+  std::atomic<bool> helper_busy_{false};
+  // Outside threads in wait_until(), the jobs finished while they wait
+  // (signal_finish()), and those of them asleep (park_until_finish()).
+  alignas(detail::cache_line) std::atomic<std::size_t> finish_waiters_{0};
+  std::atomic<std::uint64_t> finish_epoch_{0};
+  std::atomic<std::size_t> finish_parked_{0};
+  std::mutex finish_mutex_;
+  std::condition_variable finish_cv_;
 
   // Heap jobs for threads that are not workers; external_mutex_ makes the
   // lock holder the cache's owner.
@@ -528,9 +613,86 @@ void pool::wait_until(P&& pred) {
     } else {
       own->help_until(done);
     }
+  } else if (own != this && !sequential()) {
+    outside_wait_until(done);
   } else {
     help_until(done);
   }
+}
+
+template <class Done>
+void pool::outside_wait_until(Done& done) {
+  if (done()) return;
+  // A worker that never runs out of work still signals us after its jobs
+  // (flush_now_and_then() looks at flush_wanted_ only). Relaxed: see
+  // signal_finish().
+  flush_wanted_.fetch_add(1, std::memory_order_relaxed);
+  finish_waiters_.fetch_add(1, std::memory_order_relaxed);
+  struct registration {
+    pool& p;
+    explicit registration(pool& owner) noexcept : p(owner) {}
+    registration(const registration&) = delete;
+    registration& operator=(const registration&) = delete;
+    ~registration() {
+      p.finish_waiters_.fetch_sub(1, std::memory_order_relaxed);
+      p.flush_wanted_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  } const registered{*this};
+  // The fallback for a finish we missed as we registered, or a predicate
+  // that depends on something else: 1 ms after a finish, doubling to 64 ms
+  // while nothing finishes.
+  constexpr std::chrono::milliseconds first_timeout{1};
+  constexpr std::chrono::milliseconds longest_timeout{64};
+  std::chrono::milliseconds timeout = first_timeout;
+  for (;;) {
+    // seq_cst: see signal_finish(); read before the check, so a job that
+    // finishes after the check moves it on.
+    const std::uint64_t seen = finish_epoch_.load(std::memory_order_seq_cst);
+    if (done()) return;
+    if (help_as_helper(done)) {
+      timeout = first_timeout;
+      continue;
+    }
+    if (park_until_finish(seen, timeout)) {
+      timeout = first_timeout;
+    } else {
+      timeout = std::min(timeout * 2, longest_timeout);
+    }
+  }
+}
+
+template <class Done>
+bool pool::help_as_helper(Done& done) {
+  detail::context& ctx = detail::tls;
+  // Past the help-depth limit a thread that is not a worker only sleeps:
+  // the workers go on.
+  if (ctx.depth >= detail::max_help_depth) return false;
+  const helper_scope helper{*this};
+  if (!helper.held()) return false;
+  // Counted as a visitor while it runs jobs, as in help_loop(). Relaxed:
+  // entering only has to precede our jobs' finish counts.
+  visitors_.fetch_add(1, std::memory_order_relaxed);
+  ++ctx.depth;
+  struct exit_guard {
+    pool& p;
+    detail::context& ctx;
+    exit_guard(pool& owner, detail::context& c) noexcept : p(owner), ctx(c) {}
+    exit_guard(const exit_guard&) = delete;
+    exit_guard& operator=(const exit_guard&) = delete;
+    ~exit_guard() {
+      --ctx.depth;
+      // Release pairs with the acquire load in the destructor.
+      p.visitors_.fetch_sub(1, std::memory_order_release);
+    }
+  } const guard{*this, ctx};
+  bool ran = false;
+  while (!done()) {
+    detail::job* j = find_work(nullptr);
+    if (j == nullptr) break;
+    execute(j);
+    ran = true;
+  }
+  return ran;
 }
 
 template <bool Both, class Done>

@@ -8,12 +8,17 @@
 
 namespace weft::this_worker {
 
-// The calling thread's index in its pool (0 .. size()-1); 0 while a
-// sequential pool runs a job on the waiting thread; empty on any other
-// thread.
+// Inside a job of pool p, an index below p.slots(), for per-worker state:
+// - on a worker, its index in the pool (0 .. p.size()-1);
+// - on a thread that is not a worker and runs p's jobs while it waits
+//   (wait_until, or any wait with pool_options::waiters_help), p.size():
+//   the pool's one helper slot, held by one such thread at a time;
+// - in a sequential pool's job, 0 (p.slots() is 1).
+// Outside any job (and on a thread that only waits), empty.
 inline std::optional<std::size_t> index() noexcept {
   const detail::context& ctx = detail::tls;
   if (ctx.self != nullptr) return ctx.self->index;
+  if (ctx.helper_index != detail::no_helper_index) return ctx.helper_index;
   if (ctx.owner != nullptr) return 0;
   return std::nullopt;
 }

@@ -214,8 +214,62 @@ TEST_P(pool_test, worker_index_is_in_range_inside_and_empty_outside) {
   for (auto& f : ids) {
     const auto id = f.get();
     ASSERT_TRUE(id.has_value());
-    EXPECT_LT(*id, std::max<std::size_t>(pool.size(), 1));
+    EXPECT_LT(*id, pool.slots());
   }
+  EXPECT_EQ(pool.slots(), GetParam() == 0 ? 1 : GetParam() + 1);
+}
+
+// Per-worker state sized pool.slots() and indexed by this_worker::index()
+// works in every job, also in those that outside threads run in wait_until
+// (the helper slot); and no two threads use one index at once.
+TEST_P(pool_test, per_worker_state_indexed_by_worker_index_is_never_shared) {
+  weft::pool pool{options()};
+  std::vector<std::atomic<bool>> in_use(pool.slots());
+  std::atomic<int> shared{0};
+  std::atomic<int> done{0};
+  constexpr int jobs = 2000;
+  auto job = [&] {
+    const std::size_t i = weft::this_worker::index().value();
+    if (in_use.at(i).exchange(true)) shared.fetch_add(1);
+    for (int k = 0; k < 50; ++k) std::atomic_signal_fence(std::memory_order_seq_cst);
+    in_use.at(i).store(false);
+    done.fetch_add(1);
+  };
+  std::vector<std::thread> waiters;
+  for (int t = 0; t < 3; ++t) {
+    waiters.emplace_back([&] {
+      for (int k = 0; k < jobs / 3; ++k) pool.spawn(job);
+      pool.wait_until([&] { return done.load() >= jobs / 3 * 3; });
+    });
+  }
+  for (auto& w : waiters) w.join();
+  pool.wait();
+  EXPECT_EQ(done.load(), jobs / 3 * 3);
+  EXPECT_EQ(shared.load(), 0);
+}
+
+// An outside wait_until sleeps while no job finishes, and is woken when one
+// does: its predicate is evaluated a few times, not once per millisecond.
+TEST_P(pool_test, outside_wait_until_sleeps_while_nothing_finishes) {
+  if (GetParam() == 0) GTEST_SKIP() << "a sequential pool's waiter runs the job itself";
+  weft::pool pool{options()};
+  std::atomic<bool> started{false};
+  std::atomic<bool> finished{false};
+  pool.spawn([&] {
+    started.store(true);
+    std::this_thread::sleep_for(100ms);
+    finished.store(true);
+  });
+  while (!started.load()) std::this_thread::yield();
+  int evaluations = 0;
+  pool.wait_until([&] {
+    ++evaluations;
+    return finished.load();
+  });
+  // 1 + 2 + 4 + ... + 64 ms of timeouts: about 8 evaluations in 100 ms;
+  // polling every millisecond would make it 100.
+  EXPECT_LE(evaluations, 20);
+  pool.wait();
 }
 
 TEST_P(pool_test, jobs_of_one_pool_wait_for_another_pool) {

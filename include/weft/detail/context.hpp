@@ -79,12 +79,20 @@ struct alignas(cache_line) worker {
 
 class running_scope;
 
+// The index this_worker::index() reports for a thread that is not a worker
+// while it runs jobs as the pool's helper (pool::helper_scope).
+inline constexpr std::size_t no_helper_index = static_cast<std::size_t>(-1);
+
 struct context {
   pool* owner = nullptr;   // the pool this thread works for, if any
   worker* self = nullptr;  // this thread's worker slot (null in sequential mode)
   std::size_t depth = 0;   // help_until frames active on this stack
   // The innermost job this thread is running (helping waits nest them).
   const running_scope* running = nullptr;
+  // The pool whose helper slot this thread holds (pool::helper_scope), and
+  // the index its jobs see: that pool's size().
+  const pool* helping = nullptr;
+  std::size_t helper_index = no_helper_index;
 };
 
 // Constant-initialised, so access needs no TLS guard call.
