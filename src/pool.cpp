@@ -110,7 +110,7 @@ pool::~pool() {
   // sees the pool closing, or its job is seen by quiescent() below.
   closing_.store(true, std::memory_order_seq_cst);
   auto drained = [this] { return quiescent(); };
-  wait_for(drained, [&] { block_until(drained); });
+  wait_on(drained, [&] { block_until(drained); });
   // Every job has finished. Submitters that are not workers may still be
   // between their count and their last touch of the pool (waking a worker,
   // or leaving after a refusal), and threads that ran jobs outside the pool
@@ -446,14 +446,14 @@ void pool::await(const detail::latch& l) {
   // until it has published its visit and checked again: the pool is
   // destroyed once the latch's job has finished (docs/waiting.md).
   if (detail::tls.owner == this) {
-    wait_for(is_set, block);
+    wait_on(is_set, block);
     return;
   }
   detail::fault::at(detail::fault::await_point::entered);
   const detail::visit_scope visit{this};
   if (l.is_set_now()) return;
   detail::fault::at(detail::fault::await_point::visiting);
-  wait_for(is_set, block);
+  wait_on(is_set, block);
 }
 
 bool pool::help_from_lane(detail::lane& mine) noexcept {
@@ -475,6 +475,23 @@ bool pool::help_from_lane(detail::lane& mine) noexcept {
   // Release pairs with the acquire load in the destructor.
   visitors_.fetch_sub(1, std::memory_order_release);
   return true;
+}
+
+bool pool::await_until(const detail::latch& l, std::chrono::steady_clock::time_point deadline) {
+  auto is_set = [&l] { return l.is_set(); };
+  // A worker helps until the latch is set or the deadline has passed (it
+  // looks between jobs, so a long job makes it late).
+  auto set_or_late = [&] { return l.is_set() || std::chrono::steady_clock::now() >= deadline; };
+  auto block = [&] { const_cast<detail::latch&>(l).block_until(deadline); };
+  if (detail::tls.owner == this) {
+    wait_on(set_or_late, block);
+    return is_set();
+  }
+  // As in await().
+  const detail::visit_scope visit{this};
+  if (l.is_set_now()) return true;
+  wait_on(set_or_late, block);
+  return is_set();
 }
 
 bool pool::park_until_finish(std::uint64_t seen, std::chrono::milliseconds timeout) {
@@ -515,14 +532,14 @@ void pool::notify_idle() {
 }
 
 template <class Wait>
-void pool::drain_epochs(std::uint64_t target, Wait&& wait_until_drained) {
+bool pool::drain_epochs(std::uint64_t target, Wait&& wait_until_drained) {
   // Epoch e's jobs are counted in parity e & 1. Epochs drain in order, and
   // a parity is reused (by the flip to e + 2) only after epoch e was seen
   // drained, so a parity never holds two epochs' jobs (docs/waiting.md).
   for (;;) {
     // Acquire pairs with the release store below (another waiter's).
     const std::uint64_t drained = drained_epoch_.load(std::memory_order_acquire);
-    if (drained >= target) return;
+    if (drained >= target) return true;
     const std::uint64_t e = drained + 1;
     {
       std::lock_guard lock{epoch_mutex_};
@@ -534,8 +551,9 @@ void pool::drain_epochs(std::uint64_t target, Wait&& wait_until_drained) {
     }
     // Until the parity is quiescent, or another waiter has seen epoch e
     // drained: after that the parity may be reused for epoch e + 2, whose
-    // jobs came after us.
-    wait_until_drained(e);
+    // jobs came after us. False: the caller gave up (a timed wait); epoch e
+    // is left for the next waiter to record.
+    if (!wait_until_drained(e)) return false;
     bool recorded = false;
     {
       std::lock_guard lock{epoch_mutex_};
@@ -580,7 +598,9 @@ void pool::rethrow_pending_error() {
   std::rethrow_exception(error);
 }
 
-void pool::wait() {
+void pool::wait() { wait_until_idle(std::nullopt); }
+
+bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> deadline) {
   if (on_own_worker()) {
     throw usage_error("weft::pool::wait() was called from a job of pool '" + name_ +
                       "' and would wait for itself; wait on a future or a task_group there, "
@@ -602,15 +622,22 @@ void pool::wait() {
       if (waiters != nullptr) waiters->fetch_sub(1, std::memory_order_relaxed);
     }
   } guard{helping ? &flush_wanted_ : nullptr};
-  drain_epochs(target, [this](std::uint64_t e) {
+  auto late = [&deadline] { return deadline && std::chrono::steady_clock::now() >= *deadline; };
+  const bool idle = drain_epochs(target, [&](std::uint64_t e) {
     const auto parity = static_cast<unsigned>(e & 1);
     auto drained = [this, parity, e] {
       // Acquire pairs with the release store in drain_epochs().
       return drained_epoch_.load(std::memory_order_acquire) >= e || quiescent(parity, parity);
     };
-    wait_for(drained, [&] { block_until(drained); });
+    // A timed wait also stops at the deadline; block_until() looks at it
+    // at least every millisecond.
+    auto drained_or_late = [&] { return drained() || late(); };
+    wait_on(drained_or_late, [&] { block_until(drained_or_late); });
+    return drained();
   });
+  if (!idle) return false;
   rethrow_pending_error();
+  return true;
 }
 
 pool_stats pool::stats() const {
@@ -744,7 +771,7 @@ void task_group::finish() noexcept {
 
 void task_group::wait_idle() {
   auto done = [this] { return idle(); };
-  pool_.wait_for(done, [&] {
+  pool_.wait_on(done, [&] {
     detail::parker& self = detail::parker::current();
     waiter_ = &self;
     // Acquire: if the count is already zero we return at once, and must see

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <exception>
+#include <future>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -53,6 +55,23 @@ struct future_state : job {
   std::optional<result_t<R>> value;
   std::exception_ptr error;
 };
+
+// The steady-clock time `timeout` from now; a timeout too long to represent
+// is a deadline that never comes, a negative one is now.
+template <class Rep, class Period>
+std::chrono::steady_clock::time_point deadline_after(
+    const std::chrono::duration<Rep, Period>& timeout) {
+  using clock = std::chrono::steady_clock;
+  const clock::time_point now = clock::now();
+  if (timeout <= timeout.zero()) return now;
+  // Compared in seconds as doubles, so that no conversion overflows (with
+  // a margin for their rounding).
+  const double room = std::chrono::duration<double>(clock::time_point::max() - now).count();
+  if (std::chrono::duration<double>(timeout).count() >= room * 0.99) {
+    return clock::time_point::max();
+  }
+  return now + std::chrono::ceil<clock::duration>(timeout);
+}
 
 // Lets other front ends (weft::after) look at a future's state.
 struct future_access {
@@ -106,6 +125,27 @@ class future {
   // Waits for the job to finish. Throws usage_error on an empty future.
   void wait() const;
 
+  // Waits at most `timeout` (until `deadline`), as std::future does:
+  // std::future_status::ready once the job has finished, ::timeout if it
+  // has not by then (never ::deferred). The wait is the same as wait()'s:
+  // on a worker it runs other jobs meanwhile and looks at the clock between
+  // them, so a long job it runs can make it return late. Throws usage_error
+  // on an empty future.
+  template <class Rep, class Period>
+  std::future_status wait_for(const std::chrono::duration<Rep, Period>& timeout) const {
+    return wait_until_steady(detail::deadline_after(timeout));
+  }
+  template <class Clock, class Duration>
+  std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& deadline) const {
+    // Another clock's deadline, as the same distance from now on the steady
+    // clock (re-checked against Clock, which may jump, as std does).
+    for (;;) {
+      const std::future_status s =
+          wait_until_steady(detail::deadline_after(deadline - Clock::now()));
+      if (s == std::future_status::ready || Clock::now() >= deadline) return s;
+    }
+  }
+
   // Waits, then returns the job's result or rethrows its exception. The
   // future is empty afterwards.
   R get() {
@@ -135,6 +175,8 @@ class future {
   friend class pool;
   friend struct detail::future_access;
   explicit future(detail::future_state<R>* s) noexcept : state_(s) {}
+
+  std::future_status wait_until_steady(std::chrono::steady_clock::time_point deadline) const;
 
   void reset() noexcept {
     detail::future_state<R>* s = std::exchange(state_, nullptr);

@@ -518,14 +518,22 @@ class graph {
   template <class F>
   task emplace(F&& f) {
     using C = std::decay_t<F>;
-    using R = std::invoke_result_t<C&>;
-    static_assert(std::is_void_v<R> || (std::is_integral_v<R> && !std::is_same_v<R, bool>),
-                  "weft::graph::emplace: a task returns void, or an integral successor index "
-                  "(a condition task)");
-    constexpr detail::node_kind k =
-        std::is_void_v<R> ? detail::node_kind::work : detail::node_kind::condition;
-    detail::graph_core& c = core("emplace a task into");
-    return task{c.add_node<C, R>(k, std::forward<F>(f)), c.serial};
+    static_assert(std::is_invocable_v<C&>,
+                  "weft::graph::emplace: a task is callable with no arguments (capture what it "
+                  "needs)");
+    if constexpr (std::is_invocable_v<C&>) {
+      using R = std::invoke_result_t<C&>;
+      static_assert(std::is_void_v<R> || (std::is_integral_v<R> && !std::is_same_v<R, bool>),
+                    "weft::graph::emplace: a task returns void, or an integral successor index "
+                    "(a condition task)");
+      if constexpr (std::is_void_v<R> || std::is_integral_v<R>) {
+        constexpr detail::node_kind k =
+            std::is_void_v<R> ? detail::node_kind::work : detail::node_kind::condition;
+        detail::graph_core& c = core("emplace a task into");
+        return task{c.add_node<C, R>(k, std::forward<F>(f)), c.serial};
+      }
+    }
+    return task{};
   }
   // An empty task, to join task groups (a barrier between them).
   task emplace() { return placeholder(); }

@@ -158,12 +158,15 @@ auto join_access::run(pool& p, F& f, G& g) {
 
 // Runs f() and g(), possibly in parallel, and returns {f(), g()} (a void
 // result becomes std::monostate). On a worker it uses that worker's pool and
-// allocates nothing; elsewhere it uses weft::default_pool() (g() goes through
-// the injector, f() runs on the calling thread). If either throws, the
-// exception is rethrown once both have finished (f's first if both throw).
+// allocates nothing. In a job that a waiting outside thread runs as a pool's
+// helper (this_worker::index() == size()) it uses that pool; elsewhere it
+// uses weft::default_pool(). Off a worker, g() is submitted as a job and f()
+// runs on the calling thread. If either throws, the exception is rethrown
+// once both have finished (f's first if both throw).
 template <class F, class G>
 auto join(F&& f, G&& g) {
-  pool* owner = detail::tls.owner;
+  const detail::context& ctx = detail::tls;
+  pool* owner = ctx.owner != nullptr ? ctx.owner : ctx.helping;
   return detail::join_access::run(owner != nullptr ? *owner : default_pool(), f, g);
 }
 

@@ -98,12 +98,28 @@ class pool {
 
   // Runs f() on the pool; the future holds its result or its exception.
   template <class F>
-  [[nodiscard]] future<std::invoke_result_t<std::decay_t<F>&>> submit(F&& f);
+  [[nodiscard]] future<detail::call_result_t<std::decay_t<F>&>> submit(F&& f);
+
+  // spawn(f, args...) and submit(f, args...) run f(args...), binding the
+  // arguments as std::async does: f and args are decay-copied when called
+  // here and passed to f as rvalues; std::ref(x) passes x by reference.
+  template <class F, class... Args>
+  requires(sizeof...(Args) > 0) void spawn(F&& f, Args&&... args) {
+    check_callable<F, Args...>();
+    spawn(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
+  }
+  template <class F, class... Args>
+  requires(sizeof...(Args) > 0)
+      [[nodiscard]] future<detail::call_result_t<std::decay_t<F>, std::decay_t<Args>...>> submit(
+          F&& f, Args&&... args) {
+    check_callable<F, Args...>();
+    return submit(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
+  }
 
   // Starts a run of g (weft/graph.hpp); the future is ready when every task
   // has finished or been skipped, and rethrows the run's first exception.
   // Throws graph_error if g is still running, is moved from, or has a cycle.
-  future<void> run(graph& g);
+  [[nodiscard]] future<void> run(graph& g);
 
   // Returns when every job submitted before the call, and every job those
   // spawned, has finished (jobs submitted meanwhile by other threads do not
@@ -111,6 +127,16 @@ class pool {
   // detached job left, if any. Throws usage_error when called from one of this pool's own jobs (it
   // would wait for itself): wait on a future or a task_group there instead.
   void wait();
+
+  // wait() for at most `timeout`: true if the pool became idle (then, as
+  // wait(), it rethrows the oldest exception a detached job left), false if
+  // the time ran out first (the jobs go on). It looks at the clock at least
+  // every millisecond, and between jobs when it runs them. Same errors as
+  // wait().
+  template <class Rep, class Period>
+  bool wait_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return wait_until_idle(detail::deadline_after(timeout));
+  }
 
   // Runs this pool's jobs on the calling thread until pred() holds. On a
   // worker of another pool it runs that pool's jobs instead (and this
@@ -140,6 +166,23 @@ class pool {
   friend struct detail::future_job;
   template <class R>
   friend class future;
+
+  template <class F>
+  future<std::invoke_result_t<std::decay_t<F>&>> submit_checked(F&& f);
+
+  // One clear message for what spawn and submit cannot run.
+  template <class F, class... Args>
+  static constexpr void check_callable() {
+    if constexpr (sizeof...(Args) == 0) {
+      static_assert(std::is_invocable_v<std::decay_t<F>&>,
+                    "weft::pool::spawn/submit: f must be callable with no arguments, or "
+                    "with the arguments given after it (spawn(f, args...))");
+    } else {
+      static_assert(std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>,
+                    "weft::pool::spawn/submit(f, args...): f must be callable with copies of "
+                    "args passed as rvalues (use std::ref(x) to pass x by reference)");
+    }
+  }
 
   // What a posted callable leaves to do once it has been destroyed.
   struct no_epilogue {
@@ -268,7 +311,9 @@ class pool {
   [[nodiscard]] bool submissions_ended() const noexcept;
   // Waits until every job of epoch `target` and earlier has finished.
   template <class Wait>
-  void drain_epochs(std::uint64_t target, Wait&& wait_until_drained);
+  bool drain_epochs(std::uint64_t target, Wait&& wait_until_drained);
+  // wait(), or with a deadline wait_for(); false if the deadline came first.
+  bool wait_until_idle(std::optional<std::chrono::steady_clock::time_point> deadline);
   void wake_idle_waiters() noexcept {
     // seq_cst: the increment of a finished count before this and this load
     // form a Dekker pair with block_until()'s increment of idle_waiters_
@@ -415,7 +460,7 @@ class pool {
   // (docs/waiting.md): running this pool's jobs if it is sequential, running
   // its own pool's jobs if it is a worker, else calling block().
   template <class Done, class Block>
-  void wait_for(Done& done, Block&& block);
+  void wait_on(Done& done, Block&& block);
   // The first part of a wait by a thread that is not a worker, before it
   // parks (docs/waiting.md, "Outside waits"); true as soon as done() holds.
   // `mine`: the caller's lane, whose jobs it may run meanwhile, or nullptr.
@@ -429,7 +474,8 @@ class pool {
   template <class Done>
   void outside_wait_until(Done& done);
   // Runs jobs (find_work) as the pool's helper until done() or none is
-  // left; false if it ran none (or the slot was taken).
+  // left; false if it ran none (or the slot was taken). The caller has
+  // just seen done() false.
   template <class Done>
   bool help_as_helper(Done& done);
   // Sleeps until a worker finishes a job after the caller read `seen` from
@@ -472,6 +518,8 @@ class pool {
     bool held_ = false;
   };
   void await(const detail::latch& l);
+  // await() with a deadline; true if the latch was set.
+  bool await_until(const detail::latch& l, std::chrono::steady_clock::time_point deadline);
   // Blocks until done() holds; done() must turn true only through counted
   // jobs finishing (see wake_idle_waiters()).
   template <class Done>
@@ -553,7 +601,11 @@ pool& default_pool();
 
 template <class F>
 void pool::spawn(F&& f) {
-  post<detached_call<std::decay_t<F>>>(this, std::forward<F>(f));
+  check_callable<F>();
+  // Nothing more to report when f cannot be called.
+  if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+    post<detached_call<std::decay_t<F>>>(this, std::forward<F>(f));
+  }
 }
 
 template <class C, class... Args>
@@ -685,12 +737,12 @@ bool pool::help_as_helper(Done& done) {
       p.visitors_.fetch_sub(1, std::memory_order_release);
     }
   } const guard{*this, ctx};
+  // The caller has just checked done().
   bool ran = false;
-  while (!done()) {
-    detail::job* j = find_work(nullptr);
-    if (j == nullptr) break;
+  while (detail::job* j = find_work(nullptr)) {
     execute(j);
     ran = true;
+    if (done()) break;
   }
   return ran;
 }
@@ -750,7 +802,7 @@ void pool::help_loop(Done& done, pool* also) {
 }
 
 template <class Done, class Block>
-void pool::wait_for(Done& done, Block&& block) {
+void pool::wait_on(Done& done, Block&& block) {
   pool* own = detail::tls.owner;
   if (sequential()) {
     help_until(done);
@@ -883,7 +935,15 @@ struct future_job final : future_state<R> {
 }  // namespace detail
 
 template <class F>
-future<std::invoke_result_t<std::decay_t<F>&>> pool::submit(F&& f) {
+future<detail::call_result_t<std::decay_t<F>&>> pool::submit(F&& f) {
+  check_callable<F>();
+  // Nothing more to report when f cannot be called.
+  if constexpr (std::is_invocable_v<std::decay_t<F>&>) return submit_checked(std::forward<F>(f));
+  return {};
+}
+
+template <class F>
+future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(F&& f) {
   using R = std::invoke_result_t<std::decay_t<F>&>;
   using state = detail::future_job<R, std::decay_t<F>>;
   const ticket t = count_spawn();
@@ -910,6 +970,20 @@ void future<R>::wait() const {
         "get() was already called); keep the future returned by pool::submit and call get() once");
   }
   if (!state_->done.is_set()) state_->owner->await(state_->done);
+}
+
+template <class R>
+std::future_status future<R>::wait_until_steady(
+    std::chrono::steady_clock::time_point deadline) const {
+  if (state_ == nullptr) {
+    throw usage_error(
+        "weft::future::wait_for/wait_until: the future is empty (default-constructed, moved "
+        "from, or its get() was already called); keep the future returned by pool::submit");
+  }
+  if (state_->done.is_set()) return std::future_status::ready;
+  if (std::chrono::steady_clock::now() >= deadline) return std::future_status::timeout;
+  return state_->owner->await_until(state_->done, deadline) ? std::future_status::ready
+                                                            : std::future_status::timeout;
 }
 
 }  // namespace weft

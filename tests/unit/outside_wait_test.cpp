@@ -75,6 +75,31 @@ TEST_P(outside_wait, get_runs_the_waiters_own_job_while_workers_are_busy) {
   pool.wait();
   EXPECT_TRUE(on_waiter);
   EXPECT_EQ(index, pool.size()) << "a job the waiter runs sees the helper slot";
+}
+
+// join in a job that the waiting thread runs as the helper forks into that
+// job's pool, not into weft::default_pool().
+TEST_P(outside_wait, join_in_a_helper_run_job_uses_the_jobs_pool) {
+  weft::pool pool{helping()};
+  gate busy;
+  busy.occupy(pool);
+  const std::thread::id me = std::this_thread::get_id();
+  auto f = pool.submit([me, &pool] {
+    auto [a, b] = weft::join([] { return 1; },
+                             [me, &pool] {
+                               // Every worker of `pool` is held, so only its helper (this very
+                               // thread) can run g; in weft::default_pool() a worker of that pool
+                               // would.
+                               const bool here = std::this_thread::get_id() == me;
+                               return here && weft::this_worker::index() == pool.size() ? 2 : -100;
+                             });
+    return std::pair{std::this_thread::get_id() == me, a + b};
+  });
+  const auto [on_waiter, sum] = f.get();
+  busy.open();
+  pool.wait();
+  EXPECT_TRUE(on_waiter);
+  EXPECT_EQ(sum, 3);
   EXPECT_FALSE(busy.timed_out());
 }
 

@@ -91,7 +91,7 @@ struct context {
   const running_scope* running = nullptr;
   // The pool whose helper slot this thread holds (pool::helper_scope), and
   // the index its jobs see: that pool's size().
-  const pool* helping = nullptr;
+  pool* helping = nullptr;
   std::size_t helper_index = no_helper_index;
 };
 

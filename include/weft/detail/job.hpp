@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -168,6 +169,31 @@ void destroy_callable(heap_job* j) noexcept {
   } else {
     delete callable_of<C>(j);
   }
+}
+
+// What calling F with Args gives, or not_callable (so that a declaration
+// naming it does not fail before the caller's static_assert says why).
+struct not_callable {};
+template <class F, class... Args>
+struct call_result {
+  using type = not_callable;
+};
+template <class F, class... Args>
+requires std::is_invocable_v<F, Args...>
+struct call_result<F, Args...> {
+  using type = std::invoke_result_t<F, Args...>;
+};
+template <class F, class... Args>
+using call_result_t = typename call_result<F, Args...>::type;
+
+// f(args...) as one callable with no parameters, binding like std::async:
+// decay-copies now, passes the copies as rvalues when called (once).
+template <class F, class... Args>
+auto bind_call(F&& f, Args&&... args) {
+  return [fn = std::decay_t<F>(std::forward<F>(f)),
+          ... bound = std::decay_t<Args>(std::forward<Args>(args))]() mutable -> decltype(auto) {
+    return std::invoke(std::move(fn), std::move(bound)...);
+  };
 }
 
 }  // namespace weft::detail

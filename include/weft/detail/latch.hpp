@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -99,6 +100,12 @@ class latch {
                                            std::memory_order_acquire));
     return true;
   }
+
+  // Blocks the calling thread until set() or the deadline; true if set. The
+  // waiter it subscribes lives on the heap (the latch notifies it after we
+  // may have timed out) and is reused by the thread's next timed wait on
+  // this latch, so a loop of timed waits does not grow the latch's list.
+  bool block_until(std::chrono::steady_clock::time_point deadline);
 
   // Blocks the calling thread until set(). Spinning first is the caller's job.
   void block() {

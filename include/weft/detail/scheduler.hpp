@@ -75,7 +75,7 @@ struct scheduler {
   // other thread calls block().
   template <class Done, class Block>
   static void wait_for(pool& p, Done& done, Block&& block) {
-    p.wait_for(done, std::forward<Block>(block));
+    p.wait_on(done, std::forward<Block>(block));
   }
   // Waits for a latch the way wait_for does.
   static void await(pool& p, const latch& l) { p.await(l); }

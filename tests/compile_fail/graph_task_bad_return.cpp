@@ -1,0 +1,8 @@
+// expect: weft::graph::emplace: a task returns void, or an integral successor index
+#include <string>
+#include <weft/weft.hpp>
+
+int main() {
+  weft::graph g;
+  g.emplace([] { return std::string{"not an index"}; });
+}

@@ -1,0 +1,7 @@
+// expect: weft::graph::emplace: a task is callable with no arguments
+#include <weft/weft.hpp>
+
+int main() {
+  weft::graph g;
+  g.emplace([](int unknown) { (void)unknown; });
+}
