@@ -91,6 +91,34 @@ class splitter {
   std::size_t budget_;
 };
 
+// Runs left() and right(), possibly in parallel, on p, and returns both
+// results as weft::join does (left's exception first if both throw, once
+// both have finished). On a thread that runs p's jobs as a worker (or runs
+// a sequential p's jobs) that is weft::join. A thread that is no worker can
+// only run one of p's jobs when it waits with pool_options::waiters_help;
+// join would fork on another pool there (default_pool()), so the right half
+// goes to p as a job of its own.
+template <class L, class R>
+auto fork(pool& p, L& left, R& right) {
+  if (this_worker::index().has_value()) return weft::join(left, right);
+  auto right_done = p.submit(right);
+  try {
+    auto l = left();
+    return std::pair{std::move(l), right_done.get()};
+  } catch (...) {
+    // left threw (or right did, from get(), which emptied the future). As
+    // in join, left's exception wins: wait for right and drop its own (a
+    // future dropped with an exception in it would print it).
+    if (right_done.valid()) {
+      try {
+        (void)right_done.get();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): superseded by left's
+      }
+    }
+    throw;
+  }
+}
+
 // Runs leaf over [lo, hi), split as the splitter decides, and folds the
 // pieces' results with combine(left, right) in index order. Empty when the
 // loop was stopped by an exception (which then reaches the caller anyway).
@@ -102,12 +130,12 @@ std::optional<T> divide(loop_state& s, std::size_t lo, std::size_t hi, splitter 
     if (!sp.split(hi - lo, s, stolen)) return std::optional<T>{leaf(lo, hi)};
     const std::size_t mid = lo + (hi - lo) / 2;
     const std::optional<std::size_t> forker = this_worker::index();
-    auto [left, right] = weft::join(
-        [&] { return divide<T>(s, lo, mid, sp, false, leaf, combine); },
-        [&] {
-          const running_in_scope scope{s.owner};
-          return divide<T>(s, mid, hi, sp, this_worker::index() != forker, leaf, combine);
-        });
+    auto run_left = [&] { return divide<T>(s, lo, mid, sp, false, leaf, combine); };
+    auto run_right = [&] {
+      const running_in_scope scope{s.owner};
+      return divide<T>(s, mid, hi, sp, this_worker::index() != forker, leaf, combine);
+    };
+    auto [left, right] = fork(s.owner, run_left, run_right);
     if (!left || !right) return std::nullopt;
     return std::optional<T>{combine(std::move(*left), std::move(*right))};
   } catch (...) {
