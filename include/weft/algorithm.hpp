@@ -188,11 +188,6 @@ std::size_t length(It first, It last, const char* fn) {
 template <class It>
 constexpr bool random_access_v = std::random_access_iterator<It>;
 
-template <class It>
-decltype(auto) at(It first, std::size_t i) {
-  return first[static_cast<std::iter_difference_t<It>>(i)];
-}
-
 template <class T, class It, class Op, class Tf>
 T transform_reduce_impl(pool& p, It first, It last, T init, Op& op, Tf& tf, grain g,
                         const char* fn) {
@@ -213,9 +208,11 @@ T transform_reduce_impl(pool& p, It first, It last, T init, Op& op, Tf& tf, grai
   // The leftmost piece starts from init, every other one from its first
   // element: init is used exactly once, as the leftmost operand.
   auto leaf = [&](std::size_t lo, std::size_t hi) -> T {
-    T acc = lo == 0 ? T(std::move(init)) : T(std::invoke(tf, at(first, lo)));
-    for (std::size_t i = lo == 0 ? 0 : lo + 1; i < hi; ++i)
-      acc = std::invoke(op, std::move(acc), std::invoke(tf, at(first, i)));
+    // Local iterators: the loop reads no state through the closure.
+    It it = first + static_cast<std::iter_difference_t<It>>(lo);
+    const It end = first + static_cast<std::iter_difference_t<It>>(hi);
+    T acc = lo == 0 ? T(std::move(init)) : T(std::invoke(tf, *it++));
+    for (; it != end; ++it) acc = std::invoke(op, std::move(acc), std::invoke(tf, *it));
     return acc;
   };
   auto combine = [&](T&& left, T&& right) -> T {
@@ -248,7 +245,9 @@ void for_each(pool& pool, It first, It last, F f, grain g = {}) {
   const std::size_t n = detail::algo::length(first, last, "weft::for_each");
   if (n == 0) return;
   auto leaf = [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t i = lo; i < hi; ++i) std::invoke(f, detail::algo::at(first, i));
+    const It end = first + static_cast<std::iter_difference_t<It>>(hi);
+    for (It it = first + static_cast<std::iter_difference_t<It>>(lo); it != end; ++it)
+      std::invoke(f, *it);
     return detail::algo::nothing{};
   };
   auto combine = detail::algo::keep_nothing;
@@ -286,8 +285,9 @@ void for_each_index(pool& pool, B begin, E end, F f, grain g = {}) {
   auto leaf = [&](std::size_t lo, std::size_t hi) {
     // Modular arithmetic in U, then back to I: exact, since every index is
     // in [b, e).
+    const auto base = static_cast<U>(b);
     for (std::size_t i = lo; i < hi; ++i)
-      std::invoke(f, static_cast<I>(static_cast<U>(static_cast<U>(b) + static_cast<U>(i))));
+      std::invoke(f, static_cast<I>(static_cast<U>(base + static_cast<U>(i))));
     return detail::algo::nothing{};
   };
   auto combine = detail::algo::keep_nothing;
@@ -311,8 +311,10 @@ Out transform(pool& pool, It first, It last, Out out, F f, grain g = {}) {
   const std::size_t n = detail::algo::length(first, last, "weft::transform");
   if (n == 0) return out;
   auto leaf = [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t i = lo; i < hi; ++i)
-      detail::algo::at(out, i) = std::invoke(f, detail::algo::at(first, i));
+    const It end = first + static_cast<std::iter_difference_t<It>>(hi);
+    Out to = out + static_cast<std::iter_difference_t<Out>>(lo);
+    for (It it = first + static_cast<std::iter_difference_t<It>>(lo); it != end; ++it, ++to)
+      *to = std::invoke(f, *it);
     return detail::algo::nothing{};
   };
   auto combine = detail::algo::keep_nothing;
