@@ -61,8 +61,8 @@ struct loop_state {
   const std::size_t workers;
   // Set by the first piece that throws; pieces not yet started then skip.
   // Relaxed: only a hint to skip work. The exception itself travels back
-  // through weft::join, which orders everything the piece did before the
-  // joiner's return.
+  // through the forks (weft::join, or a future in fork()), which order
+  // everything the piece did before the forking piece goes on.
   std::atomic<bool> stop{false};
 };
 
