@@ -117,6 +117,12 @@ TARGETS = [
     Target("wide_fan/100000", "graph", 0.4, Ref("tbb")),
     Target("matmul/512", "graph", 1.03, Ref("omp")),
     Target("matmul/1024", "graph", 1.03, Ref("omp")),
+    Target("parallel_loops/sum_1e8", "reduce", 1.05, Ref("omp", "static")),
+    Target("parallel_loops/sum_1e8", "reduce", 1.05, Ref("tbb")),
+    Target("parallel_loops/balanced_1e7", "for_each", 1.05, Ref("omp", "static")),
+    Target("parallel_loops/balanced_1e7", "for_each", 1.05, Ref("tbb")),
+    # "Faster than OpenMP static": at most its time.
+    Target("parallel_loops/unbalanced_1e4", "for_each_index", 1.0, Ref("omp", "static")),
 ]
 
 NOTES = """\

@@ -2,6 +2,7 @@
 // data-flow tasks. Including this header brings in the whole public API.
 #pragma once
 
+#include "algorithm.hpp"    // IWYU pragma: export
 #include "errors.hpp"       // IWYU pragma: export
 #include "flow.hpp"         // IWYU pragma: export
 #include "future.hpp"       // IWYU pragma: export

@@ -1,0 +1,526 @@
+// weft's parallel algorithms: ranges of every size, the combination order,
+// result order, nesting, callers outside and inside the pool, exceptions,
+// misuse.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <ranges>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+#include <weft/algorithm.hpp>
+#include <weft/weft.hpp>
+
+#include "support/support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+class algorithm_test : public ::testing::TestWithParam<std::size_t> {
+ protected:
+  [[nodiscard]] weft::pool_options options() const { return {.threads = GetParam()}; }
+  [[nodiscard]] bool sequential() const { return GetParam() == 0; }
+};
+
+// Busy for about `d` (a sleep would hand the CPU to the other workers).
+void spin_for(std::chrono::microseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// One counter per thread that runs elements, on a line of its own; indexed
+// by this_worker::index() (the last slot for threads that are not workers).
+struct per_thread_sums {
+  struct alignas(64) slot {
+    std::uint64_t count = 0;
+    std::uint64_t sum = 0;
+    std::uint64_t hash = 0;
+  };
+  explicit per_thread_sums(std::size_t workers) : slots(workers + 2) {}
+  slot& mine() {
+    const std::optional<std::size_t> i = weft::this_worker::index();
+    return slots[i ? *i : slots.size() - 1];
+  }
+  [[nodiscard]] slot total() const {
+    slot t;
+    for (const slot& s : slots) {
+      t.count += s.count;
+      t.sum += s.sum;
+      t.hash ^= s.hash;
+    }
+    return t;
+  }
+  std::vector<slot> slots;
+};
+
+TEST_P(algorithm_test, empty_ranges_call_nothing_and_reduce_returns_init) {
+  weft::pool pool{options()};
+  std::vector<int> v;
+  std::atomic<int> calls{0};
+  weft::for_each(pool, v.begin(), v.end(), [&](int) { calls.fetch_add(1); });
+  weft::for_each_index(pool, 7, 7, [&](int) { calls.fetch_add(1); });
+  std::vector<int> out;
+  EXPECT_EQ(weft::transform(pool, v.begin(), v.end(), out.begin(),
+                            [&](int x) {
+                              calls.fetch_add(1);
+                              return x;
+                            }),
+            out.begin());
+  std::vector<std::string> no_words;
+  EXPECT_EQ(weft::reduce(pool, no_words.begin(), no_words.end(), std::string("init"),
+                         [&](std::string a, const std::string& b) {
+                           calls.fetch_add(1);
+                           return a + b;
+                         }),
+            "init");
+  EXPECT_EQ(weft::transform_reduce(pool, v.begin(), v.end(), 42, std::plus<>{},
+                                   [&](int x) {
+                                     calls.fetch_add(1);
+                                     return x;
+                                   }),
+            42);
+  EXPECT_TRUE(weft::map(pool, v, [&](int x) {
+                calls.fetch_add(1);
+                return x;
+              }).empty());
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST_P(algorithm_test, one_element_ranges) {
+  weft::pool pool{options()};
+  std::vector<int> v{5};
+  int seen = 0;
+  weft::for_each(pool, v.begin(), v.end(), [&](int x) { seen += x; });
+  weft::for_each_index(pool, -3, -2, [&](int i) { seen += i; });
+  EXPECT_EQ(seen, 2);
+  std::vector<int> out(1);
+  EXPECT_EQ(weft::transform(pool, v.begin(), v.end(), out.begin(), [](int x) { return x * 3; }),
+            out.end());
+  EXPECT_EQ(out[0], 15);
+  EXPECT_EQ(weft::reduce(pool, v.begin(), v.end(), 1), 6);
+  EXPECT_EQ(weft::transform_reduce(pool, v.begin(), v.end(), std::string("<"), std::plus<>{},
+                                   [](int x) { return std::to_string(x); }),
+            "<5");
+  EXPECT_EQ(weft::map(pool, v, [](int x) { return x + 1; }), std::vector<int>{6});
+}
+
+TEST_P(algorithm_test, for_each_index_visits_a_huge_range_exactly_once) {
+  // 10^8 indices in release (scaled down under the sanitizers): a count, a
+  // sum and an order-independent hash of the indices seen, per thread.
+  weft::pool pool{options()};
+  const auto n = static_cast<std::int64_t>(weft::test::scaled(100'000'000));
+  per_thread_sums sums{GetParam()};
+  weft::for_each_index(pool, std::int64_t{0}, n, [&](std::int64_t i) {
+    per_thread_sums::slot& s = sums.mine();
+    ++s.count;
+    s.sum += static_cast<std::uint64_t>(i);
+    s.hash ^= weft::test::mix(static_cast<std::uint64_t>(i));
+  });
+  const per_thread_sums::slot t = sums.total();
+  std::uint64_t hash = 0;
+  for (std::int64_t i = 0; i < n; ++i) hash ^= weft::test::mix(static_cast<std::uint64_t>(i));
+  const auto un = static_cast<std::uint64_t>(n);
+  EXPECT_EQ(t.count, un);
+  EXPECT_EQ(t.sum, un * (un - 1) / 2);
+  EXPECT_EQ(t.hash, hash);
+}
+
+TEST_P(algorithm_test, every_element_is_visited_exactly_once) {
+  weft::pool pool{options()};
+  const std::size_t n = weft::test::scaled(1'000'000);
+  std::vector<std::atomic<int>> visits(n);
+  std::vector<std::size_t> items(n);
+  std::iota(items.begin(), items.end(), std::size_t{0});
+  for (const std::size_t g : {std::size_t{1}, std::size_t{7}, std::size_t{4096}, n}) {
+    for (auto& c : visits) c.store(0);
+    weft::for_each(
+        pool, items.begin(), items.end(), [&](std::size_t i) { visits[i].fetch_add(1); },
+        weft::grain{g});
+    EXPECT_TRUE(std::all_of(visits.begin(), visits.end(), [](const auto& c) { return c == 1; }))
+        << "grain " << g;
+  }
+  // Negative and unsigned index ranges, and ones that span the signed limits.
+  std::atomic<std::int64_t> sum{0};
+  weft::for_each_index(pool, -1000, 1002, [&](int i) { sum.fetch_add(i); });
+  EXPECT_EQ(sum.load(), 1001);
+  std::atomic<std::uint64_t> usum{0};
+  weft::for_each_index(pool, std::size_t{10}, std::size_t{20},
+                       [&](std::size_t i) { usum.fetch_add(i); });
+  EXPECT_EQ(usum.load(), 145U);
+  std::atomic<int> edges{0};
+  weft::for_each_index(pool, std::int8_t{-128}, std::int8_t{127}, [&](std::int8_t i) {
+    edges.fetch_add(1);
+    EXPECT_LE(i, 126);
+  });
+  EXPECT_EQ(edges.load(), 255);
+}
+
+TEST_P(algorithm_test, transform_writes_every_output_and_works_in_place) {
+  weft::pool pool{options()};
+  const std::size_t n = weft::test::scaled(200'000);
+  std::vector<std::int64_t> in(n);
+  std::iota(in.begin(), in.end(), std::int64_t{-5});
+  std::vector<std::int64_t> out(n, -1);
+  auto end = weft::transform(pool, in.begin(), in.end(), out.begin(),
+                             [](std::int64_t x) { return x * x; });
+  EXPECT_EQ(end, out.end());
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], in[i] * in[i]) << i;
+  weft::transform(pool, in.begin(), in.end(), in.begin(), [](std::int64_t x) { return x + 1; });
+  EXPECT_EQ(in.front(), -4);
+  EXPECT_EQ(in.back(), static_cast<std::int64_t>(n) - 5);
+  // A std::deque and a pointer range: any random-access iterator.
+  std::deque<int> d(1000, 2);
+  std::array<int, 1000> a{};
+  weft::transform(pool, d.begin(), d.end(), a.data(), [](int x) { return x * 5; });
+  EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](int x) { return x == 10; }));
+}
+
+TEST_P(algorithm_test, non_commutative_reductions_equal_the_sequential_result) {
+  // String concatenation is associative but not commutative: any order but
+  // init, x0, x1, ... would show. Small grains force many pieces.
+  weft::pool pool{options()};
+  const std::size_t n = weft::test::scaled(20'000, 100);
+  std::vector<std::string> words(n);
+  for (std::size_t i = 0; i < n; ++i) words[i] = std::string(1, static_cast<char>('a' + i % 26));
+  const std::string expected = std::accumulate(words.begin(), words.end(), std::string("init:"));
+  const auto concat = [](std::string a, const std::string& b) { return std::move(a) += b; };
+  for (int run = 0; run < 5; ++run) {
+    for (const std::size_t g : {std::size_t{1}, std::size_t{3}, std::size_t{100}}) {
+      EXPECT_EQ(weft::reduce(pool, words.begin(), words.end(), std::string("init:"), concat,
+                             weft::grain{g}),
+                expected)
+          << "grain " << g << ", run " << run;
+    }
+  }
+  // transform_reduce: strings made on the fly from indices.
+  std::vector<int> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  std::string expected_digits = "#";
+  for (int i : idx) expected_digits += std::to_string(i % 10);
+  EXPECT_EQ(weft::transform_reduce(
+                pool, idx.begin(), idx.end(), std::string("#"), std::plus<>{},
+                [](int i) { return std::to_string(i % 10); }, weft::grain{2}),
+            expected_digits);
+  // 2x2 integer matrix products (mod 2^64) do not commute either.
+  using mat = std::array<std::uint64_t, 4>;
+  const auto mul = [](const mat& x, const mat& y) {
+    return mat{x[0] * y[0] + x[1] * y[2], x[0] * y[1] + x[1] * y[3], x[2] * y[0] + x[3] * y[2],
+               x[2] * y[1] + x[3] * y[3]};
+  };
+  std::vector<mat> ms(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t r = weft::test::mix(i);
+    ms[i] = mat{r & 7, (r >> 3) & 7, (r >> 6) & 7, (r >> 9) & 7};
+  }
+  const mat one{1, 0, 0, 1};
+  const mat seq = std::accumulate(ms.begin(), ms.end(), one, mul);
+  EXPECT_EQ(weft::reduce(pool, ms.begin(), ms.end(), one, mul), seq);
+}
+
+TEST_P(algorithm_test, map_returns_results_in_input_order) {
+  weft::pool pool{options()};
+  const std::size_t n = weft::test::scaled(100'000);
+  const std::vector<std::int64_t> squares =
+      weft::map(pool, std::views::iota(std::int64_t{0}, static_cast<std::int64_t>(n)),
+                [](std::int64_t i) { return i * i; });
+  ASSERT_EQ(squares.size(), n);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(squares[i], static_cast<std::int64_t>(i * i));
+  std::vector<int> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  const std::vector<bool> odd = weft::map(pool, v, [](int x) { return x % 2 == 1; });
+  ASSERT_EQ(odd.size(), n);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(odd[i], i % 2 == 1);
+  const std::vector<std::string> names = weft::map(
+      pool, v, [](const int& x) { return std::to_string(x); }, weft::grain{64});
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(names[i], std::to_string(i));
+}
+
+TEST_P(algorithm_test, a_grain_of_the_whole_range_runs_in_index_order_on_one_thread) {
+  weft::pool pool{options()};
+  std::vector<int> order;  // deliberately unsynchronised: one thread only
+  std::vector<int> v(1000);
+  std::iota(v.begin(), v.end(), 0);
+  weft::for_each(
+      pool, v.begin(), v.end(), [&](int x) { order.push_back(x); }, weft::grain{1000});
+  EXPECT_EQ(order, v);
+}
+
+TEST_P(algorithm_test, sequential_mode_runs_in_index_order_even_nested) {
+  if (!sequential()) GTEST_SKIP() << "sequential mode only";
+  weft::pool pool{options()};
+  std::vector<int> order;
+  weft::for_each_index(pool, 0, 50, [&](int i) {
+    weft::for_each_index(pool, 0, 20, [&](int j) { order.push_back(i * 20 + j); });
+  });
+  std::vector<int> expected(1000);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(order, expected);
+}
+
+TEST_P(algorithm_test, slow_bodies_spread_over_the_workers) {
+  // Splitting on demand must hand pieces to idle workers: with 2+ workers a
+  // loop of 200 bodies of 100 us is not run by one thread alone.
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  std::mutex m;
+  std::set<std::size_t> threads;
+  weft::for_each_index(pool, 0, 200, [&](int) {
+    spin_for(100us);
+    const std::lock_guard lock{m};
+    threads.insert(weft::this_worker::index().value_or(99));
+  });
+  EXPECT_GE(threads.size(), 2U);
+}
+
+TEST_P(algorithm_test, nested_for_each_inside_for_each) {
+  weft::pool pool{options()};
+  const int outer = 64;
+  const int inner = static_cast<int>(weft::test::scaled(2000, 10));
+  std::vector<std::atomic<int>> seen(static_cast<std::size_t>(outer * inner));
+  std::vector<int> rows(outer);
+  std::iota(rows.begin(), rows.end(), 0);
+  weft::for_each(pool, rows.begin(), rows.end(), [&](int i) {
+    weft::for_each_index(
+        pool, 0, inner, [&](int j) { seen[static_cast<std::size_t>(i * inner + j)].fetch_add(1); });
+  });
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](const auto& c) { return c == 1; }));
+  // Nested reductions inside a map, three levels deep.
+  const std::vector<long> sums = weft::map(pool, rows, [&](int i) {
+    std::vector<int> cols(static_cast<std::size_t>(inner));
+    std::iota(cols.begin(), cols.end(), 0);
+    return weft::transform_reduce(pool, cols.begin(), cols.end(), 0L, std::plus<>{}, [&](int j) {
+      return weft::reduce(pool, rows.begin(), rows.begin() + i, 0L) + j;
+    });
+  });
+  for (int i = 0; i < outer; ++i) {
+    const long tri = static_cast<long>(i) * (i - 1) / 2;
+    EXPECT_EQ(sums[static_cast<std::size_t>(i)],
+              tri * inner + static_cast<long>(inner) * (inner - 1) / 2);
+  }
+}
+
+TEST_P(algorithm_test, callers_outside_and_inside_the_pool) {
+  weft::pool pool{options()};
+  std::vector<double> v(weft::test::scaled(100'000));
+  std::iota(v.begin(), v.end(), 1.0);
+  const double expected = std::accumulate(v.begin(), v.end(), 0.0);
+  double from_thread = 0;
+  std::thread t([&] { from_thread = weft::reduce(pool, v.begin(), v.end(), 0.0); });
+  const double from_job =
+      pool.submit([&] { return weft::reduce(pool, v.begin(), v.end(), 0.0); }).get();
+  const double from_main = weft::reduce(pool, v.begin(), v.end(), 0.0);
+  t.join();
+  // The sums of integers below 2^53 are exact in any order.
+  EXPECT_EQ(from_thread, expected);
+  EXPECT_EQ(from_job, expected);
+  EXPECT_EQ(from_main, expected);
+  // From a job of another pool, and from inside a join.
+  weft::pool other{{.threads = 2}};
+  EXPECT_EQ(other.submit([&] { return weft::reduce(pool, v.begin(), v.end(), 0.0); }).get(),
+            expected);
+  auto both = pool.submit([&] {
+    return weft::join([&] { return weft::reduce(pool, v.begin(), v.end(), 0.0); },
+                      [&] { return weft::reduce(pool, v.begin(), v.end(), 0.0); });
+  });
+  const auto [a, b] = both.get();
+  EXPECT_EQ(a, expected);
+  EXPECT_EQ(b, expected);
+}
+
+TEST_P(algorithm_test, a_caller_that_runs_the_loop_itself_forks_on_the_same_pool) {
+  // With waiters_help, a caller whose pool's workers are all busy runs the
+  // loop's job itself. Its forks must stay in that pool (weft::join from a
+  // thread that is no worker would use default_pool()): here, every element
+  // then runs on the caller.
+  if (sequential()) GTEST_SKIP() << "needs workers to hold";
+  weft::pool pool{{.threads = GetParam(), .waiters_help = true}};
+  std::atomic<bool> release{false};
+  std::atomic<std::size_t> held{0};
+  std::vector<weft::future<void>> holders;
+  for (std::size_t i = 0; i < GetParam(); ++i) {
+    holders.push_back(pool.submit([&] {
+      held.fetch_add(1);
+      while (!release.load()) std::this_thread::yield();
+    }));
+  }
+  while (held.load() < GetParam()) std::this_thread::yield();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  std::atomic<int> ran{0};
+  std::string caught;
+  try {
+    weft::for_each_index(pool, 0, 256, [&](int) {
+      ran.fetch_add(1);
+      if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
+      spin_for(2us);
+    });
+    // The same with exceptions: the left half runs first, here always.
+    weft::for_each_index(pool, 0, 256, [&](int i) {
+      if (i == 10 || i == 200) throw std::runtime_error(std::to_string(i));
+    });
+  } catch (const std::runtime_error& e) {
+    caught = e.what();
+  } catch (...) {
+    release = true;
+    throw;
+  }
+  release = true;
+  for (auto& h : holders) h.get();
+  EXPECT_EQ(ran.load(), 256);
+  EXPECT_EQ(elsewhere.load(), 0);
+  EXPECT_EQ(caught, "10");
+}
+
+struct index_error : std::runtime_error {
+  explicit index_error(std::size_t i) : std::runtime_error("index"), index(i) {}
+  std::size_t index;
+};
+
+TEST_P(algorithm_test, the_lowest_thrown_index_wins_and_nothing_runs_after_return) {
+  weft::pool pool{options()};
+  const std::size_t n = weft::test::scaled(20'000, 1000);
+  const int rounds = static_cast<int>(weft::test::scaled(40, 5));
+  for (int round = 0; round < rounds; ++round) {
+    // A few random indices throw.
+    std::set<std::size_t> throwing;
+    for (int k = 0; k < 1 + round % 4; ++k)
+      throwing.insert(weft::test::mix(static_cast<std::uint64_t>(round * 16 + k)) % n);
+    std::mutex m;
+    std::set<std::size_t> thrown;
+    std::atomic<int> in_flight{0};
+    std::atomic<std::size_t> ran{0};
+    std::optional<std::size_t> caught;
+    try {
+      weft::for_each_index(
+          pool, std::size_t{0}, n,
+          [&](std::size_t i) {
+            in_flight.fetch_add(1);
+            ran.fetch_add(1);
+            if (throwing.contains(i)) {
+              {
+                const std::lock_guard lock{m};
+                thrown.insert(i);
+              }
+              in_flight.fetch_sub(1);
+              throw index_error(i);
+            }
+            in_flight.fetch_sub(1);
+          },
+          weft::grain{static_cast<std::size_t>(1 + round % 64)});
+    } catch (const index_error& e) {
+      caught = e.index;
+    }
+    ASSERT_TRUE(caught.has_value()) << "round " << round << ": no exception arrived";
+    EXPECT_EQ(in_flight.load(), 0) << "an element was still running after the call returned";
+    const std::size_t ran_at_return = ran.load();
+    ASSERT_FALSE(thrown.empty());
+    EXPECT_EQ(*caught, *thrown.begin()) << "not the lowest index that threw";
+    if (sequential()) {
+      // One piece, in index order: everything up to the first throw, no more.
+      EXPECT_EQ(*caught, *throwing.begin());
+      EXPECT_EQ(ran_at_return, *caught + 1);
+    }
+    std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(ran.load(), ran_at_return) << "an element ran after the call returned";
+  }
+}
+
+TEST_P(algorithm_test, an_exception_skips_the_pieces_not_started) {
+  weft::pool pool{options()};
+  const int n = 2000;
+  std::atomic<int> ran{0};
+  EXPECT_THROW(weft::for_each_index(pool, 0, n,
+                                    [&](int i) {
+                                      ran.fetch_add(1);
+                                      if (i == 0) throw std::runtime_error("first");
+                                      spin_for(5us);
+                                    }),
+               std::runtime_error);
+  if (GetParam() <= 1) {
+    // One thread runs everything (the caller only waits): the right halves
+    // still queued when index 0 throws are all skipped.
+    EXPECT_EQ(ran.load(), 1);
+  } else {
+    EXPECT_LT(ran.load(), n);
+  }
+}
+
+TEST_P(algorithm_test, exceptions_from_reduce_op_transform_and_map_arrive) {
+  weft::pool pool{options()};
+  std::vector<int> v(5000);
+  std::iota(v.begin(), v.end(), 0);
+  EXPECT_THROW(weft::reduce(pool, v.begin(), v.end(), 0,
+                            [](int a, int b) {
+                              if (b == 4321) throw std::out_of_range("op");
+                              return a + b;
+                            }),
+               std::out_of_range);
+  EXPECT_THROW(weft::transform_reduce(pool, v.begin(), v.end(), 0, std::plus<>{},
+                                      [](int x) {
+                                        if (x == 17) throw std::length_error("transform");
+                                        return x;
+                                      }),
+               std::length_error);
+  EXPECT_THROW((void)weft::map(pool, v,
+                               [](int x) {
+                                 if (x == 4999) throw std::domain_error("map");
+                                 return x;
+                               }),
+               std::domain_error);
+  std::vector<int> out(v.size());
+  EXPECT_THROW(weft::transform(pool, v.begin(), v.end(), out.begin(),
+                               [](int x) {
+                                 if (x == 2500) throw std::invalid_argument("transform");
+                                 return x;
+                               }),
+               std::invalid_argument);
+  // The pool is still usable afterwards.
+  EXPECT_EQ(weft::reduce(pool, v.begin(), v.end(), 0), 4999 * 5000 / 2);
+}
+
+TEST_P(algorithm_test, bad_input_throws_usage_error_and_runs_nothing) {
+  weft::pool pool{options()};
+  std::vector<int> v(10);
+  std::vector<int> out(10);
+  int calls = 0;
+  auto count = [&](auto&&...) {
+    ++calls;
+    return 0;
+  };
+  EXPECT_THROW(weft::for_each(pool, v.end(), v.begin(), count), weft::usage_error);
+  EXPECT_THROW(weft::transform(pool, v.end(), v.begin(), out.begin(), count), weft::usage_error);
+  EXPECT_THROW((void)weft::reduce(pool, v.end(), v.begin(), 0), weft::usage_error);
+  EXPECT_THROW((void)weft::transform_reduce(pool, v.end(), v.begin(), 0, std::plus<>{}, count),
+               weft::usage_error);
+  EXPECT_THROW(weft::for_each_index(pool, 5, 3, count), weft::usage_error);
+  EXPECT_THROW(weft::for_each_index(pool, -1, std::size_t{3}, count), weft::usage_error);
+  EXPECT_THROW(weft::for_each(pool, v.begin(), v.end(), count, weft::grain{0}), weft::usage_error);
+  EXPECT_THROW((void)weft::map(pool, v, count, weft::grain{0}), weft::usage_error);
+  EXPECT_THROW((void)weft::reduce(pool, v.begin(), v.end(), 0, std::plus<>{}, weft::grain{0}),
+               weft::usage_error);
+  EXPECT_EQ(calls, 0);
+  try {
+    weft::for_each(pool, v.end(), v.begin(), count);
+  } catch (const weft::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("first <= last"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(workers, algorithm_test, ::testing::ValuesIn(weft::test::worker_counts()),
+                         [](const auto& info) { return weft::test::workers_name(info.param); });
+
+}  // namespace
