@@ -131,6 +131,16 @@ void node_arena::grow(std::size_t at_least) {
 graph_core::graph_core() : serial(register_graph()) {}
 
 graph_core::~graph_core() {
+  // Acquire pairs with the release decrement in sequence_end(): the
+  // sequence's last touch of the graph is done.
+  if (sequences_.load(std::memory_order_acquire) != 0) {
+    // A run_n/run_until job still to run or running: wait (helping on a
+    // worker) for it, since it runs this graph.
+    sequence_pool_.load(std::memory_order_relaxed)->wait_until([this] {
+      // Acquire: as above.
+      return sequences_.load(std::memory_order_acquire) == 0;
+    });
+  }
   if (running()) {
     // Destroying a graph with a run in flight: wait for the run, since its
     // tasks live here. current_ stays valid: the graph holds a reference.
@@ -142,7 +152,9 @@ graph_core::~graph_core() {
 }
 
 void graph_core::check_idle(const char* what) const {
-  if (running()) {
+  // Relaxed: a sequence the caller started (the only kind it can mean) was
+  // counted by its own thread.
+  if (running() || sequences_.load(std::memory_order_relaxed) != 0) {
     throw graph_error(std::string("weft::graph: cannot ") + what +
                       " a graph while it runs; wait for the run's future first");
   }
@@ -616,6 +628,48 @@ void detail::graph_core::dump(std::ostream& out) const {
 future<void> pool::run(graph& g) {
   detail::graph_core& c = g.core("run");
   return future<void>(c.start(*this));
+}
+
+namespace {
+
+// Counts a run_n/run_until sequence from its call to the end of its job.
+class sequence_guard {
+ public:
+  sequence_guard(detail::graph_core& c, pool& p) : core_(&c) { c.sequence_begin(p); }
+  sequence_guard(sequence_guard&& other) noexcept : core_(std::exchange(other.core_, nullptr)) {}
+  sequence_guard(const sequence_guard&) = delete;
+  sequence_guard& operator=(const sequence_guard&) = delete;
+  sequence_guard& operator=(sequence_guard&&) = delete;
+  ~sequence_guard() {
+    if (core_ != nullptr) core_->sequence_end();
+  }
+
+ private:
+  detail::graph_core* core_;
+};
+
+}  // namespace
+
+future<void> pool::run_n(graph& g, std::size_t n) {
+  detail::graph_core& c = g.core("run");
+  // The guard moves into the job, and ends with it (or here, if submit throws).
+  return submit([this, &c, n, guard = sequence_guard{c, *this}] {
+    for (std::size_t i = 0; i < n; ++i) detail::future_access::make(c.start(*this)).get();
+  });
+}
+
+future<void> pool::run_until(graph& g, std::function<bool()> pred) {
+  if (!pred) {
+    throw usage_error(
+        "weft::pool::run_until: the predicate is empty; pass a callable that returns true when "
+        "the runs should stop");
+  }
+  detail::graph_core& c = g.core("run");
+  return submit([this, &c, pred = std::move(pred), guard = sequence_guard{c, *this}] {
+    do {
+      detail::future_access::make(c.start(*this)).get();
+    } while (!pred());
+  });
 }
 
 }  // namespace weft

@@ -17,6 +17,8 @@
 namespace weft {
 
 class pool;
+template <class R>
+class future;
 
 namespace detail {
 
@@ -78,6 +80,11 @@ struct future_access {
   template <class F>
   static auto* state(const F& f) noexcept {
     return f.state_;
+  }
+  // A future of state s, which holds a reference for it.
+  template <class R>
+  static weft::future<R> make(future_state<R>* s) noexcept {
+    return weft::future<R>(s);
   }
 };
 

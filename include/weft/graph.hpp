@@ -341,6 +341,19 @@ class graph_core {
   }
   bool cancel() noexcept;
   void dump(std::ostream& out) const;
+  // A run_n/run_until sequence, from its call to the end of its job.
+  void sequence_begin(pool& p) noexcept {
+    // Relaxed: read by the destructor only after the count below.
+    sequence_pool_.store(&p, std::memory_order_relaxed);
+    // Relaxed: the caller's later calls see it in program order, and the
+    // graph's destructor runs after them.
+    sequences_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void sequence_end() noexcept {
+    // Release pairs with the acquire loads in ~graph_core(): the sequence's
+    // last touch of the graph is done.
+    sequences_.fetch_sub(1, std::memory_order_release);
+  }
   [[nodiscard]] unsigned run_epoch() const noexcept { return run_epoch_; }
 
   // pool::run's half: validates, resets, and queues the sources.
@@ -400,6 +413,10 @@ class graph_core {
   alignas(cache_line) std::atomic<std::size_t> in_flight_{0};
   // From start() until the run's result is written.
   std::atomic<bool> running_{false};
+  // run_n/run_until sequences not yet over, and the pool of the latest: the
+  // graph may not change meanwhile, and its destructor waits for them.
+  std::atomic<std::size_t> sequences_{0};
+  std::atomic<pool*> sequence_pool_{nullptr};
   std::mutex error_mutex_;
   std::exception_ptr error_;  // first exception of the run, guarded by error_mutex_
 

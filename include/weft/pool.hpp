@@ -120,6 +120,15 @@ class pool {
   // has finished or been skipped, and rethrows the run's first exception.
   // Throws graph_error if g is still running, is moved from, or has a cycle.
   [[nodiscard]] future<void> run(graph& g);
+  // Runs g n times one after another (run_until: until pred(), called after
+  // each run on the thread that ran it, returns true; at least once), from
+  // one job of this pool that waits for each run by helping. The future is
+  // ready after the last run, or holds the first exception (the sequence
+  // stops there: a run's, graph_error if g was already running or is run
+  // elsewhere meanwhile, pred's); g.cancel() cancels the run in flight and
+  // so ends the sequence with run_cancelled. docs/graph.md.
+  [[nodiscard]] future<void> run_n(graph& g, std::size_t n);
+  [[nodiscard]] future<void> run_until(graph& g, std::function<bool()> pred);
 
   // Returns when every job submitted before the call, and every job those
   // spawned, has finished (jobs submitted meanwhile by other threads do not
