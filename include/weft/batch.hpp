@@ -50,6 +50,14 @@ struct pool::batch_builder {
     jobs.push_back(Job::make(owner, tickets.back(), std::forward<F>(f)));
   }
 
+  // add() for every callable of the range, as it yields them.
+  template <class Range>
+  void add_all(Range&& callables) {
+    using Ref = std::ranges::range_reference_t<Range>;
+    if constexpr (std::ranges::sized_range<Range>) reserve(std::ranges::size(callables));
+    for (auto&& f : callables) add(std::forward<Ref>(f));
+  }
+
   void publish() noexcept {
     published = true;
     const std::size_t pushed = owner.push_many(jobs.data(), jobs.size());
@@ -118,13 +126,11 @@ template <class Range>
 void pool::spawn_all(Range&& callables) {
   static_assert(std::ranges::input_range<Range>,
                 "weft::pool::spawn_all: pass a range of callables (a container or a view)");
-  using Ref = std::ranges::range_reference_t<Range>;
-  using F = std::decay_t<Ref>;
+  using F = std::decay_t<std::ranges::range_reference_t<Range>>;
   check_callable<F>();
   if constexpr (std::is_invocable_v<F&>) {
     batch_builder<spawn_batch_job<F>> batch{*this};
-    if constexpr (std::ranges::sized_range<Range>) batch.reserve(std::ranges::size(callables));
-    for (auto&& f : callables) batch.add(std::forward<Ref>(f));
+    batch.add_all(std::forward<Range>(callables));
     batch.publish();
   }
 }
@@ -133,15 +139,13 @@ template <class Range>
 auto pool::submit_all(Range&& callables) {
   static_assert(std::ranges::input_range<Range>,
                 "weft::pool::submit_all: pass a range of callables (a container or a view)");
-  using Ref = std::ranges::range_reference_t<Range>;
-  using F = std::decay_t<Ref>;
+  using F = std::decay_t<std::ranges::range_reference_t<Range>>;
   check_callable<F>();
   if constexpr (std::is_invocable_v<F&>) {
     using R = std::invoke_result_t<F&>;
     using job = submit_batch_job<F>;
     batch_builder<job> batch{*this};
-    if constexpr (std::ranges::sized_range<Range>) batch.reserve(std::ranges::size(callables));
-    for (auto&& f : callables) batch.add(std::forward<Ref>(f));
+    batch.add_all(std::forward<Range>(callables));
     std::vector<future<R>> futures;
     futures.reserve(batch.jobs.size());  // before publishing: the last that may throw
     batch.publish();

@@ -297,6 +297,9 @@ future<detail::then_result_t<R, F>> future<R>::then(F&& f) && {
     static_assert(std::is_invocable_v<std::decay_t<F>&, R&&>,
                   "weft::future<R>::then(f): f must be callable with the value as an R&&");
   }
+  static_assert(!std::is_reference_v<U>,
+                "weft::future::then(f): f must return a value, not a reference (a future holds "
+                "its value)");
   if constexpr (!std::is_same_v<U, detail::not_callable>) {
     if (state_ == nullptr) {
       throw usage_error(
