@@ -294,23 +294,34 @@ void pool::push(detail::job* j) {
 }
 
 std::size_t pool::push_many(detail::job* const* jobs, std::size_t n) noexcept {
+  if (n == 0) return 0;
   detail::worker* self = detail::tls.self;
-  std::size_t pushed = 0;
   try {
-    if (self == nullptr || !on_own_worker()) {
-      for (; pushed < n; ++pushed) push(jobs[pushed]);
-      return pushed;
+    // Each branch is all or nothing, and publishes the n jobs at once: one
+    // store a thief or a sleeping worker can see, and one new_work() below.
+    if (sequential()) {
+      std::lock_guard lock{sequential_mutex_};
+      sequential_queue_.insert(sequential_queue_.end(), jobs, jobs + n);
+      return n;
     }
-    self->deque.push_many(jobs, n);  // all or nothing
-    pushed = n;
+    if (self != nullptr && on_own_worker()) {
+      self->deque.push_many(jobs, n);
+    } else if (detail::lane* l = my_lane()) {
+      l->queue.push_many(jobs, n);
+    } else {
+      injector_.push_many(jobs, n);
+    }
   } catch (...) {
-    // Out of memory for a queue to grow (the only way a push fails); the
-    // caller runs what was not pushed.
-    unqueued_runs_.fetch_add(n - pushed, std::memory_order_relaxed);
-    return pushed;
+    // Out of memory for a queue to grow (the only way a push fails): none
+    // was pushed, and the caller runs them.
+    unqueued_runs_.fetch_add(n, std::memory_order_relaxed);
+    return 0;
   }
-  if (n != 0) sleep_.new_work();
-  return pushed;
+  // One wake-up for the batch: a woken worker that finds work left wakes
+  // the next sleeper when it stops searching (docs/sleep.md), so a batch
+  // wakes only as many workers as it keeps busy.
+  sleep_.new_work();
+  return n;
 }
 
 detail::job* pool::find_work(detail::worker* self) {

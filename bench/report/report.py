@@ -123,6 +123,9 @@ TARGETS = [
     Target("parallel_loops/balanced_1e7", "for_each", 1.05, Ref("tbb")),
     # "Faster than OpenMP static": at most its time.
     Target("parallel_loops/unbalanced_1e4", "for_each_index", 1.0, Ref("omp", "static")),
+    # Issue 9: batches of 1,000 at most half the time of one by one.
+    Target("batches/1000000_by_1000", "spawn_all", 0.5,
+           Ref("weft", "spawn", row="batches/1000000_by_1")),
 ]
 
 NOTES = """\

@@ -75,13 +75,28 @@ std::chrono::steady_clock::time_point deadline_after(
   return now + std::chrono::ceil<clock::duration>(timeout);
 }
 
+// What f returns when it continues a future<R> (future::then): f(R&&), or
+// f() for void; not_callable when it cannot be called so.
+template <class R, class F>
+struct then_result {
+  using type = call_result_t<F&, R&&>;
+};
+template <class F>
+struct then_result<void, F> {
+  using type = call_result_t<F&>;
+};
+template <class R, class F>
+using then_result_t = typename then_result<R, std::decay_t<F>>::type;
+template <class>
+inline constexpr bool always_false = false;
+
 // Lets other front ends (weft::after) look at a future's state.
 struct future_access {
   template <class F>
   static auto* state(const F& f) noexcept {
     return f.state_;
   }
-  // A future of state s, which holds a reference for it.
+  // A future of s, which the caller hands its reference to.
   template <class R>
   static weft::future<R> make(future_state<R>* s) noexcept {
     return weft::future<R>(s);
@@ -151,6 +166,22 @@ class future {
           wait_until_steady(detail::deadline_after(deadline - Clock::now()));
       if (s == std::future_status::ready || Clock::now() >= deadline) return s;
     }
+  }
+
+  // Continuation (weft/continuation.hpp): once this future's job has
+  // finished, runs f(value) (f() for void) as a new job of the same pool and
+  // returns its future; if the job threw, f is skipped and the returned
+  // future holds that exception. Consumes this future (call it on an
+  // rvalue: std::move(fut).then(f)); nothing blocks meanwhile, and the
+  // continuation counts as a job of the pool from this call on (pool.wait()
+  // and the pool's destructor wait for it). Throws usage_error on an empty
+  // future, pool_closed as submit() does.
+  template <class F>
+  [[nodiscard]] future<detail::then_result_t<R, F>> then(F&& f) &&;
+  template <class F>
+  void then(F&& /*f*/) & {
+    static_assert(detail::always_false<F>,
+                  "weft::future::then consumes the future: call std::move(fut).then(f)");
   }
 
   // Waits, then returns the job's result or rethrows its exception. The

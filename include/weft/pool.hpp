@@ -78,6 +78,7 @@ struct scheduler;
 class graph_core;
 template <class R, class F>
 struct future_job;
+struct continuation_access;  // then, when_all, when_any (continuation.hpp)
 }  // namespace detail
 
 class pool {
@@ -166,7 +167,23 @@ class pool {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] pool_stats stats() const;
 
+  // Batches (weft/batch.hpp): spawn(f) / submit(f) for every callable of a
+  // range, published to the workers at once with one wake-up.
+  template <class Range>
+  void spawn_all(Range&& callables);
+  template <class Range>
+  [[nodiscard]] auto submit_all(Range&& callables);
+
  private:
+  friend struct detail::continuation_access;
+  // Batches (weft/batch.hpp): the builder and the two kinds of jobs.
+  template <class Job>
+  struct batch_builder;
+  template <class F>
+  struct spawn_batch_job;
+  template <class F>
+  struct submit_batch_job;
+
   friend class task_group;
   friend struct detail::join_access;
   friend struct detail::scheduler;
@@ -433,9 +450,9 @@ class pool {
 
   // Makes a job visible to the workers (or to the waiters, sequentially).
   void push(detail::job* j);
-  // push() for n jobs; on a worker of this pool they are published at once.
-  // Returns how many were pushed (jobs[0, k)); fewer than n only when a
-  // queue could not grow for lack of memory.
+  // push() for n jobs, published at once with one wake-up. Returns how many
+  // were pushed (jobs[0, k)): n, or 0 when a queue could not grow for lack
+  // of memory.
   std::size_t push_many(detail::job* const* jobs, std::size_t n) noexcept;
   detail::job* find_work(detail::worker* self);
   detail::job* find_elsewhere(detail::worker* self);
@@ -996,3 +1013,7 @@ std::future_status future<R>::wait_until_steady(
 }
 
 }  // namespace weft
+
+// Continuations, future collections and batches need the complete pool.
+#include "batch.hpp"         // IWYU pragma: export
+#include "continuation.hpp"  // IWYU pragma: export

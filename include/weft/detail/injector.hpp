@@ -20,14 +20,18 @@ class injector {
   injector() : ring_(initial_capacity) {}
 
   // Any thread.
-  void push(job* j) {
+  void push(job* j) { push_many(&j, 1); }
+
+  // Any thread: push() for n jobs under one lock, published together.
+  // Throws only std::bad_alloc, and then no job was added.
+  void push_many(job* const* jobs, std::size_t n) {
     std::lock_guard lock{mutex_};
-    if (count_ == ring_.size()) grow();
-    ring_[(head_ + count_) & (ring_.size() - 1)] = j;
-    ++count_;
+    while (count_ + n > ring_.size()) grow();
+    for (std::size_t i = 0; i < n; ++i) ring_[(head_ + count_ + i) & (ring_.size() - 1)] = jobs[i];
+    count_ += n;
     // seq_cst pairs with the seq_cst load in empty(), called by a worker that
     // has announced it is about to sleep (sleep_controller::prepare): either
-    // that worker sees this job, or this thread's following load of the
+    // that worker sees these jobs, or this thread's following load of the
     // sleeper count sees the worker (a Dekker pair, see docs/sleep.md).
     size_.store(count_, std::memory_order_seq_cst);
   }

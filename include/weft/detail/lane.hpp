@@ -29,24 +29,32 @@ class lane_queue {
   lane_queue& operator=(const lane_queue&) = delete;
 
   // Producer only.
-  void push(job* item) {
+  void push(job* item) { push_many(&item, 1); }
+
+  // Producer only. Pushes items[0], ..., items[n - 1] as push() would one by
+  // one, but publishes them with a single store of bottom_ (a batch from
+  // pool::spawn_all). Throws only std::bad_alloc, and then no item was added.
+  void push_many(job* const* items, std::size_t n) {
     // Relaxed: the producer is the only writer of bottom_ and of the ring.
     const std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    const auto count = static_cast<std::int64_t>(n);
     buffer* buf = ring_.owned();
-    if (b - top_seen_ >= buf->capacity()) {
+    if (b - top_seen_ + count > buf->capacity()) {
       // Only when the ring looks full: top_ is on the consumers' line, and
       // top_ only grows, so an old value is a safe lower bound until then.
       // Acquire pairs with the successful CAS in take(): the consumers'
       // reads of slots below top_seen_ happen before this push reuses them.
       top_seen_ = top_.load(std::memory_order_acquire);
-      if (b - top_seen_ >= buf->capacity()) buf = ring_.grow(buf, top_seen_, b);
+      while (b - top_seen_ + count > buf->capacity()) buf = ring_.grow(buf, top_seen_, b);
     }
-    // Relaxed: the store of bottom_ below publishes the slot.
-    buf->at(b).store(item, std::memory_order_relaxed);
+    for (std::int64_t i = 0; i < count; ++i) {
+      // Relaxed: the store of bottom_ below publishes the slots.
+      buf->at(b + i).store(items[i], std::memory_order_relaxed);
+    }
     // seq_cst: its release half pairs with the loads of bottom_ in take();
     // its seq_cst half is the producer's side of the sleep protocol's Dekker
     // pair with empty() (docs/sleep.md).
-    bottom_.store(b + 1, std::memory_order_seq_cst);
+    bottom_.store(b + count, std::memory_order_seq_cst);
   }
 
   // Any thread. Takes up to `max` of the oldest jobs (at most half of what

@@ -1,0 +1,40 @@
+// Continuations and batches: LibZ.Jobs' continueWith chain (load, parse,
+// sum, each step a job of its own once the previous one has finished) and
+// Hipe's futures example (submit a batch, wait for all, get all).
+#include <cstdio>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+#include <weft/weft.hpp>
+
+int main() {
+  weft::pool pool{{.threads = 2, .name = "example"}};
+
+  // continueWith: no thread waits between the steps; an exception in one
+  // step skips the rest and comes out of get().
+  weft::future<long> total = pool.submit([] { return std::string{"1 2 3 4 5 6 7 8 9 10"}; })
+                                 .then([](const std::string& text) {
+                                   std::istringstream in{text};
+                                   std::vector<long> numbers;
+                                   for (long x = 0; in >> x;) numbers.push_back(x);
+                                   return numbers;
+                                 })
+                                 .then([](std::vector<long> numbers) {
+                                   return std::accumulate(numbers.begin(), numbers.end(), 0L);
+                                 });
+
+  // Hipe's submitInBatch + HipeFutures: one publication for the whole
+  // batch, then one future of all the results, in order.
+  std::vector<std::function<long()>> batch;
+  batch.reserve(1000);
+  for (long i = 0; i < 1000; ++i) batch.emplace_back([i] { return i * i; });
+  std::vector<weft::future<long>> futures = pool.submit_all(batch);
+  std::vector<long> squares = weft::when_all(std::move(futures)).get();
+  const long sum_of_squares = std::accumulate(squares.begin(), squares.end(), 0L);
+
+  const long sum = total.get();
+  std::printf("continueWith chain: %ld; sum of 1000 squares from a batch: %ld\n", sum,
+              sum_of_squares);
+  return sum == 55 && sum_of_squares == 332'833'500 ? 0 : 1;
+}

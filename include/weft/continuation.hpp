@@ -1,0 +1,406 @@
+// Continuations and future collections: future::then, weft::when_all and
+// weft::when_any. Each makes one job that is counted by the pool when it is
+// made and queued only when the futures it waits for are ready, told by
+// their latches: no thread blocks meanwhile (docs/continuations.md).
+#pragma once
+
+#include <atomic>
+#include <climits>
+#include <cstddef>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "detail/context.hpp"
+#include "detail/job.hpp"
+#include "detail/latch.hpp"
+#include "errors.hpp"
+#include "future.hpp"
+#include "pool.hpp"
+
+namespace weft {
+
+// What when_all's future holds: the values in order, or nothing for void.
+template <class T>
+using when_all_result_t = std::conditional_t<std::is_void_v<T>, void, std::vector<T>>;
+
+namespace detail {
+
+// The pool's accounting, for the jobs below.
+struct continuation_access {
+  // Counts one job for the calling thread, as submit() does; the guard ends
+  // the submission (the caller's last touch of the pool) when it goes.
+  struct counted {
+    pool& owner;
+    pool::ticket ticket;
+    explicit counted(pool& p) : owner(p), ticket(p.count_spawn()) {}
+    counted(const counted&) = delete;
+    counted& operator=(const counted&) = delete;
+    ~counted() { owner.end_submission(ticket); }
+  };
+  static std::size_t push(pool& p, job* j) noexcept { return p.push_many(&j, 1); }
+  static void count_finished(pool& p, job_cache& c, unsigned epoch) noexcept {
+    p.count_finished(c, epoch, 1);
+  }
+  static void uncount(pool& p, const pool::ticket& t) noexcept {
+    p.count_finished(*t.cache, t.epoch, 1);
+  }
+  static void report_error(pool& p, std::exception_ptr e) noexcept { p.report_error(std::move(e)); }
+};
+
+// A job counted by its pool from the moment it is made, and queued once
+// what it waits for is ready (queue()). It runs gather() and then finishes
+// as a submitted job does.
+template <class U, class Self>
+struct deferred_job : future_state<U> {
+  deferred_job(pool& owner, const continuation_access::counted& c) noexcept {
+    this->owner = &owner;
+    this->counted = c.ticket.cache;
+    this->epoch = c.ticket.epoch;
+    this->run = &run_job;
+    this->destroy = &destroy_job;
+  }
+
+  // Any thread, once: makes the job visible to the pool's workers. The job
+  // is counted and unfinished, so the pool is alive. If no queue can take
+  // it (out of memory), it runs here.
+  void queue() noexcept {
+    if (continuation_access::push(*this->owner, this) == 0) run_job(this);
+  }
+
+  static void run_job(job* base) noexcept {
+    auto* self = static_cast<Self*>(base);
+    pool* owner = self->owner;
+    job_cache& counted = *self->counted;
+    const unsigned epoch = self->epoch;
+    {
+      const running_scope running{owner, epoch};
+      try {
+        self->gather();
+      } catch (...) {
+        self->error = std::current_exception();
+      }
+    }
+    // As future_job::run_job: once the latch is set the future may take the
+    // result and go; the last owner frees the state.
+    self->done.set();
+    if (self->drop()) {
+      if (self->error) continuation_access::report_error(*owner, self->error);
+      destroy_job(self);
+    }
+    // Last: the pool may be destroyed once the job counts as finished.
+    continuation_access::count_finished(*owner, counted, epoch);
+  }
+
+  static void destroy_job(future_state<U>* s) noexcept { delete static_cast<Self*>(s); }
+};
+
+// Takes a ready future's exception out of its state (so nothing reports it
+// as unretrieved) and empties the future; nullptr if it holds a value.
+template <class T>
+std::exception_ptr take_error(future<T>& f) noexcept {
+  future_state<T>* s = future_access::state(f);
+  if (!s->error) return nullptr;
+  std::exception_ptr e = std::exchange(s->error, nullptr);
+  f = future<T>{};
+  return e;
+}
+
+// future::then's job: runs f with the first future's value.
+template <class R, class U, class F>
+struct then_job final : deferred_job<U, then_job<R, U, F>>, latch_waiter {
+  template <class G>
+  then_job(pool& owner, const continuation_access::counted& c, future<R>&& first, G&& g)
+      : deferred_job<U, then_job>(owner, c), first_(std::move(first)) {
+    fn_.emplace(std::forward<G>(g));
+    this->notify = [](latch_waiter* w) noexcept { static_cast<then_job*>(w)->queue(); };
+  }
+
+  void gather() {
+    struct reset_fn {
+      std::optional<F>& fn;
+      // The callable and its captures go before the future can see the
+      // result, so their destructors never run after get() returned.
+      ~reset_fn() { fn.reset(); }
+    } const reset{fn_};
+    if (std::exception_ptr e = take_error(first_)) {
+      this->error = std::move(e);  // f is skipped
+      return;
+    }
+    // NOLINTBEGIN(bugprone-unchecked-optional-access): engaged until here
+    if constexpr (std::is_void_v<R>) {
+      first_.get();
+      if constexpr (std::is_void_v<U>) {
+        (*fn_)();
+        this->value.emplace();
+      } else {
+        this->value.emplace((*fn_)());
+      }
+    } else {
+      if constexpr (std::is_void_v<U>) {
+        (*fn_)(first_.get());
+        this->value.emplace();
+      } else {
+        this->value.emplace((*fn_)(first_.get()));
+      }
+    }
+    // NOLINTEND(bugprone-unchecked-optional-access)
+  }
+
+  future<R> first_;
+  std::optional<F> fn_;
+};
+
+// One subscription of a collection's job to one future's latch.
+template <class Job>
+struct member_waiter final : latch_waiter {
+  Job* job = nullptr;
+  std::size_t index = 0;
+};
+
+// The pool a collection's job runs on: the first future's. Throws
+// usage_error for an empty future in the vector.
+template <class T>
+pool& collection_pool(const std::vector<future<T>>& fs, const char* what) {
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    if (!fs[i].valid()) {
+      throw usage_error(std::string{"weft::"} + what + ": the future at index " +
+                        std::to_string(i) +
+                        " is empty (default-constructed, moved from, or its get() was already "
+                        "called); pass only futures returned by submit, then or when_all");
+    }
+  }
+  return *future_access::state(fs.front())->owner;
+}
+
+// when_all's job: queued by the last of its futures to finish.
+template <class T>
+struct all_job final : deferred_job<when_all_result_t<T>, all_job<T>> {
+  all_job(pool& owner, const continuation_access::counted& c, std::vector<future<T>>&& fs)
+      : deferred_job<when_all_result_t<T>, all_job>(owner, c),
+        futures(std::move(fs)),
+        waiters(futures.size()),
+        // One more than the futures: the subscribing call holds it until it
+        // has subscribed to them all.
+        left(futures.size() + 1) {
+    for (std::size_t i = 0; i < waiters.size(); ++i) {
+      waiters[i].job = this;
+      waiters[i].index = i;
+      waiters[i].notify = &arrived;
+    }
+  }
+
+  static void arrived(latch_waiter* w) noexcept {
+    static_cast<member_waiter<all_job>*>(w)->job->one_left(1);
+  }
+
+  void one_left(std::size_t n) noexcept {
+    // acq_rel: the release half publishes this future's result (set before
+    // its latch notified us, on this thread) to the last decrement, whose
+    // acquire half pairs with every earlier one; the last one queues the job.
+    if (left.fetch_sub(n, std::memory_order_acq_rel) == n) this->queue();
+  }
+
+  void gather() {
+    std::exception_ptr first_error;
+    if constexpr (std::is_void_v<T>) {
+      for (future<void>& f : futures) {
+        if (std::exception_ptr e = take_error(f)) {
+          if (!first_error) first_error = std::move(e);
+        } else {
+          f.get();
+        }
+      }
+      futures.clear();
+      if (first_error) std::rethrow_exception(first_error);
+      this->value.emplace();
+    } else {
+      std::vector<T> values;
+      values.reserve(futures.size());
+      for (future<T>& f : futures) {
+        if (std::exception_ptr e = take_error(f)) {
+          if (!first_error) first_error = std::move(e);
+        } else if (!first_error) {
+          values.push_back(f.get());
+        }
+      }
+      // The futures (and the results not taken after an exception) go here,
+      // on the job's thread.
+      futures.clear();
+      if (first_error) std::rethrow_exception(first_error);
+      this->value.emplace(std::move(values));
+    }
+  }
+
+  std::vector<future<T>> futures;
+  std::vector<member_waiter<all_job>> waiters;
+  std::atomic<std::size_t> left;
+};
+
+// when_any's job: queued by the first of its futures to finish. Its state is
+// shared by its future, the job, and every waiter still subscribed (a latch
+// notifies its waiter after the job may have finished), so refs counts them
+// all and whoever drops last frees it.
+struct any_job final : deferred_job<std::size_t, any_job> {
+  static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+
+  any_job(pool& owner, const continuation_access::counted& c, std::size_t n)
+      : deferred_job<std::size_t, any_job>(owner, c), waiters(n) {
+    // The future, the job, and one per waiter.
+    refs.store(static_cast<int>(n) + 2, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i) {
+      waiters[i].job = this;
+      waiters[i].index = i;
+      waiters[i].notify = &arrived;
+    }
+  }
+
+  static void arrived(latch_waiter* w) noexcept {
+    auto* m = static_cast<member_waiter<any_job>*>(w);
+    m->job->ready_at(m->index, 1);
+  }
+
+  // The future at `index` is ready; `refs_done` waiters will not touch the
+  // state any more.
+  void ready_at(std::size_t index, int refs_done) noexcept {
+    std::size_t expected = none;
+    // Relaxed: the winner queues the job right after, and the push publishes
+    // the index to whoever runs it.
+    if (winner.compare_exchange_strong(expected, index, std::memory_order_relaxed)) queue();
+    // acq_rel: as future_state::drop(); the last owner frees the state.
+    if (refs.fetch_sub(refs_done, std::memory_order_acq_rel) == refs_done) destroy_job(this);
+  }
+
+  void gather() {
+    // Relaxed: see ready_at().
+    value.emplace(winner.load(std::memory_order_relaxed));
+  }
+
+  std::vector<member_waiter<any_job>> waiters;
+  std::atomic<std::size_t> winner{none};
+};
+
+}  // namespace detail
+
+template <class R>
+template <class F>
+future<detail::then_result_t<R, F>> future<R>::then(F&& f) && {
+  using U = detail::then_result_t<R, F>;
+  if constexpr (std::is_void_v<R>) {
+    static_assert(std::is_invocable_v<std::decay_t<F>&>,
+                  "weft::future<void>::then(f): f must be callable with no arguments");
+  } else {
+    static_assert(std::is_invocable_v<std::decay_t<F>&, R&&>,
+                  "weft::future<R>::then(f): f must be callable with the value as an R&&");
+  }
+  static_assert(!std::is_reference_v<U>,
+                "weft::future::then(f): f must return a value, not a reference (a future holds "
+                "its value)");
+  if constexpr (!std::is_same_v<U, detail::not_callable>) {
+    if (state_ == nullptr) {
+      throw usage_error(
+          "weft::future::then: the future is empty (default-constructed, moved from, or its "
+          "get() was already called); call then() once, on the future submit or then returned");
+    }
+    using job = detail::then_job<R, U, std::decay_t<F>>;
+    pool& owner = *state_->owner;
+    const detail::continuation_access::counted counted{owner};
+    job* j = nullptr;
+    try {
+      j = new job(owner, counted, std::move(*this), std::forward<F>(f));
+    } catch (...) {
+      detail::continuation_access::uncount(owner, counted.ticket);
+      throw;
+    }
+    future<U> result = detail::future_access::make<U>(j);
+    // The first future's latch queues the job once its job has finished; if
+    // it has already, the job is queued now.
+    if (!detail::future_access::state(j->first_)->done.subscribe(j)) j->queue();
+    return result;
+  } else {
+    return {};
+  }
+}
+
+// A future of all the futures' values, in order (future<void> for void
+// futures), ready once every one of them is; if any threw, it holds the
+// exception of the lowest index (the others are discarded). Takes the
+// futures; the gathering runs as a job of the first future's pool, counted
+// from this call on, and no thread blocks meanwhile. An empty vector gives
+// a future of an empty vector. Throws usage_error if a future is empty.
+template <class T>
+[[nodiscard]] future<when_all_result_t<T>> when_all(std::vector<future<T>> futures) {
+  using job = detail::all_job<T>;
+  if (futures.empty()) {
+    throw usage_error(
+        "weft::when_all: the vector of futures is empty, so there is no pool to run on; skip "
+        "the call when there is nothing to wait for");
+  }
+  pool& owner = detail::collection_pool(futures, "when_all");
+  const detail::continuation_access::counted counted{owner};
+  job* j = nullptr;
+  try {
+    j = new job(owner, counted, std::move(futures));
+  } catch (...) {
+    detail::continuation_access::uncount(owner, counted.ticket);
+    throw;
+  }
+  future<when_all_result_t<T>> result = detail::future_access::make<when_all_result_t<T>>(j);
+  std::size_t already = 1;  // our own hold on the count
+  for (std::size_t i = 0; i < j->futures.size(); ++i) {
+    if (!detail::future_access::state(j->futures[i])->done.subscribe(&j->waiters[i])) ++already;
+  }
+  j->one_left(already);
+  return result;
+}
+
+// A future of the index of a future that is ready: the first to finish (or,
+// if some are ready already, the lowest index among those seen ready here).
+// The futures stay with the caller, who may get() them afterwards; the job
+// that finds the index runs on the first future's pool, counted from this
+// call on, and no thread blocks meanwhile. Throws usage_error if the vector
+// is empty or holds an empty future.
+template <class T>
+[[nodiscard]] future<std::size_t> when_any(std::vector<future<T>>& futures) {
+  if (futures.empty()) {
+    throw usage_error(
+        "weft::when_any: the vector of futures is empty, so none can become ready; pass at "
+        "least one future");
+  }
+  if (futures.size() > static_cast<std::size_t>(INT_MAX) - 2) {
+    throw usage_error("weft::when_any: more futures than it can count; split the vector");
+  }
+  pool& owner = detail::collection_pool(futures, "when_any");
+  const detail::continuation_access::counted counted{owner};
+  detail::any_job* j = nullptr;
+  try {
+    j = new detail::any_job(owner, counted, futures.size());
+  } catch (...) {
+    detail::continuation_access::uncount(owner, counted.ticket);
+    throw;
+  }
+  future<std::size_t> result = detail::future_access::make<std::size_t>(j);
+  // Stops subscribing once one is seen ready; the waiters not subscribed
+  // let go of the state at once.
+  int unsubscribed = 0;
+  std::size_t i = 0;
+  for (; i < futures.size(); ++i) {
+    if (!detail::future_access::state(futures[i])->done.subscribe(&j->waiters[i])) {
+      ++unsubscribed;
+      j->ready_at(i, 0);  // queues the job; its reference is dropped below
+      ++i;
+      break;
+    }
+  }
+  unsubscribed += static_cast<int>(futures.size() - i);
+  // Never the last reference: `result` holds one. acq_rel: as
+  // future_state::drop().
+  if (unsubscribed != 0) j->refs.fetch_sub(unsubscribed, std::memory_order_acq_rel);
+  return result;
+}
+
+}  // namespace weft

@@ -1,0 +1,353 @@
+// future::then, weft::when_all, weft::when_any, pool::spawn_all and
+// pool::submit_all, over 0, 1, 2, 4 and 8 workers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <ranges>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+#include <weft/weft.hpp>
+
+#include "support/support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+class continuation_test : public ::testing::TestWithParam<std::size_t> {
+ protected:
+  [[nodiscard]] weft::pool_options options() const { return {.threads = GetParam()}; }
+};
+
+// A chain of n continuations, each adding 1; the one at `throw_at` (if any)
+// throws instead. `runs` counts the continuations that ran.
+weft::future<int> add_chain(weft::pool& pool, int n, int throw_at, std::atomic<int>& runs) {
+  weft::future<int> f = pool.submit([] { return 0; });
+  for (int i = 0; i < n; ++i) {
+    f = std::move(f).then([i, throw_at, &runs](int x) {
+      runs.fetch_add(1, std::memory_order_relaxed);
+      if (i == throw_at) throw std::runtime_error("link " + std::to_string(i));
+      return x + 1;
+    });
+  }
+  return f;
+}
+
+TEST_P(continuation_test, then_chain_passes_values) {
+  weft::pool pool{options()};
+  const int n = static_cast<int>(weft::test::scaled(10'000, 100));
+  std::atomic<int> runs{0};
+  EXPECT_EQ(add_chain(pool, n, -1, runs).get(), n);
+  EXPECT_EQ(runs.load(), n);
+}
+
+TEST_P(continuation_test, then_chain_skips_after_an_exception) {
+  weft::pool pool{options()};
+  const int n = static_cast<int>(weft::test::scaled(10'000, 100));
+  const int middle = n / 2;
+  std::atomic<int> runs{0};
+  weft::future<int> f = add_chain(pool, n, middle, runs);
+  try {
+    f.get();
+    FAIL() << "the chain's exception was lost";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string{e.what()}, "link " + std::to_string(middle));
+  }
+  EXPECT_EQ(runs.load(), middle + 1);  // the links after the throw were skipped
+  pool.wait();                         // and nothing reached the pool's error path
+}
+
+TEST_P(continuation_test, then_on_a_ready_future_runs_as_a_job) {
+  weft::pool pool{options()};
+  weft::future<int> f = pool.submit([] { return 41; });
+  f.wait();
+  ASSERT_TRUE(f.ready());
+  std::atomic<bool> ran{false};
+  weft::future<int> g = std::move(f).then([&](int x) {
+    // A job of this pool: a worker, or the thread that runs a sequential
+    // pool's jobs.
+    EXPECT_TRUE(weft::this_worker::index().has_value());
+    ran.store(true);
+    return x + 1;
+  });
+  EXPECT_FALSE(f.valid());
+  if (GetParam() == 0) {
+    EXPECT_FALSE(ran.load());  // queued, not run by then()
+  }
+  EXPECT_EQ(g.get(), 42);
+  EXPECT_TRUE(ran.load());
+}
+
+TEST_P(continuation_test, then_with_void_futures) {
+  weft::pool pool{options()};
+  std::atomic<int> step{0};
+  weft::future<void> a = pool.submit([&] { step.store(1); });
+  weft::future<int> b = std::move(a).then([&] { return step.load() + 1; });
+  weft::future<void> c = std::move(b).then([&](int x) { step.store(x + 1); });
+  weft::future<std::string> d = std::move(c).then([&] { return std::to_string(step.load()); });
+  EXPECT_EQ(d.get(), "3");
+
+  weft::future<void> failing = pool.submit([] { throw std::logic_error("void"); });
+  std::atomic<bool> skipped{true};
+  weft::future<void> after = std::move(failing).then([&] { skipped.store(false); });
+  EXPECT_THROW(after.get(), std::logic_error);
+  EXPECT_TRUE(skipped.load());
+}
+
+TEST_P(continuation_test, then_passes_move_only_values) {
+  weft::pool pool{options()};
+  auto f = pool.submit([] { return std::make_unique<int>(7); });
+  auto g = std::move(f).then([](std::unique_ptr<int> p) { return *p * 6; });
+  EXPECT_EQ(g.get(), 42);
+}
+
+TEST_P(continuation_test, continuation_exception_reaches_a_dropped_futures_pool) {
+  std::atomic<int> errors{0};
+  weft::pool_options o = options();
+  o.on_error = [&](const std::exception_ptr&) { errors.fetch_add(1); };
+  {
+    weft::pool pool{o};
+    std::atomic<bool> ran{false};
+    {
+      auto f = pool.submit([] { return 1; });
+      auto dropped = std::move(f).then([&](int) {
+        ran.store(true);
+        throw std::runtime_error("nobody holds my future");
+      });
+    }
+    pool.wait();  // waits for the continuation although its future is gone
+    EXPECT_TRUE(ran.load());
+  }
+  EXPECT_EQ(errors.load(), 1);
+}
+
+TEST_P(continuation_test, pool_destructor_waits_for_pending_continuations) {
+  const int n = 100;
+  std::atomic<int> runs{0};
+  {
+    weft::pool pool{options()};
+    auto first = pool.submit([] {
+      std::this_thread::sleep_for(5ms);
+      return 0;
+    });
+    for (int i = 0; i < n; ++i) {
+      first = std::move(first).then([&runs](int x) {
+        runs.fetch_add(1);
+        return x + 1;
+      });
+    }
+    // `first` goes before the pool: the continuations are pending, and only
+    // the pool's counts keep them.
+  }
+  EXPECT_EQ(runs.load(), n);
+}
+
+TEST_P(continuation_test, wait_waits_for_a_continuation_whose_future_was_dropped) {
+  weft::pool pool{options()};
+  std::atomic<bool> ran{false};
+  (void)pool
+      .submit([] {
+        std::this_thread::sleep_for(2ms);
+        return 1;
+      })
+      .then([&](int) { ran.store(true); });
+  pool.wait();
+  EXPECT_TRUE(ran.load());
+}
+
+TEST_P(continuation_test, when_all_gathers_in_order) {
+  weft::pool pool{options()};
+  const std::size_t n = weft::test::scaled(100'000, 1000);
+  std::vector<weft::future<std::size_t>> futures;
+  futures.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) futures.push_back(pool.submit([i] { return i * 3; }));
+  std::vector<std::size_t> values = weft::when_all(std::move(futures)).get();
+  ASSERT_EQ(values.size(), n);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(values[i], i * 3) << i;
+}
+
+TEST_P(continuation_test, when_all_of_void_futures) {
+  weft::pool pool{options()};
+  const std::size_t n = weft::test::scaled(10'000, 100);
+  std::atomic<std::size_t> done{0};
+  std::vector<weft::future<void>> futures;
+  for (std::size_t i = 0; i < n; ++i) futures.push_back(pool.submit([&] { done.fetch_add(1); }));
+  weft::future<void> all = weft::when_all(std::move(futures));
+  all.get();
+  EXPECT_EQ(done.load(), n);
+}
+
+TEST_P(continuation_test, when_all_rethrows_the_lowest_index_after_all_finished) {
+  weft::pool pool{options()};
+  const std::size_t n = 64;
+  std::atomic<std::size_t> finished{0};
+  std::vector<weft::future<int>> futures;
+  for (std::size_t i = 0; i < n; ++i) {
+    futures.push_back(pool.submit([i, &finished]() -> int {
+      // Index 10 throws last, index 50 first (with workers), index 63 finishes last.
+      if (i == 10) std::this_thread::sleep_for(5ms);
+      if (i == n - 1) std::this_thread::sleep_for(10ms);
+      finished.fetch_add(1);
+      if (i == 10 || i == 50) throw std::runtime_error(std::to_string(i));
+      return static_cast<int>(i);
+    }));
+  }
+  try {
+    weft::when_all(std::move(futures)).get();
+    FAIL() << "when_all lost the exceptions";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string{e.what()}, "10");
+  }
+  EXPECT_EQ(finished.load(), n);
+}
+
+TEST_P(continuation_test, when_any_gives_the_first_ready) {
+  weft::pool pool{options()};
+  std::atomic<bool> release{false};
+  const bool gate = GetParam() != 0;  // a sequential pool runs in order anyway
+  std::vector<weft::future<int>> futures(4);
+  futures[2] = pool.submit([] { return 2; });  // the first to run
+  for (std::size_t i : {0U, 1U, 3U}) {
+    futures[i] = pool.submit([&pool, &release, gate, i] {
+      // A waiting worker runs other jobs: the fast one is never held up.
+      if (gate) pool.wait_until([&] { return release.load(); });
+      return static_cast<int>(i);
+    });
+  }
+  const std::size_t first = weft::when_any(futures).get();
+  release.store(true);
+  EXPECT_EQ(first, 2U);
+  for (std::size_t i = 0; i < futures.size(); ++i) EXPECT_EQ(futures[i].get(), static_cast<int>(i));
+}
+
+TEST_P(continuation_test, when_any_prefers_the_lowest_ready_index) {
+  weft::pool pool{options()};
+  std::vector<weft::future<void>> futures;
+  for (int i = 0; i < 8; ++i) futures.push_back(pool.submit([] {}));
+  for (auto& f : futures) f.wait();
+  EXPECT_EQ(weft::when_any(futures).get(), 0U);
+  weft::future<void> failing = pool.submit([] { throw std::runtime_error("x"); });
+  failing.wait();
+  std::vector<weft::future<void>> one;
+  one.push_back(std::move(failing));
+  EXPECT_EQ(weft::when_any(one).get(), 0U);  // a failed future is ready too
+  EXPECT_THROW(one[0].get(), std::runtime_error);
+}
+
+TEST_P(continuation_test, misuse_throws_usage_error) {
+  weft::pool pool{options()};
+  weft::future<int> empty;
+  EXPECT_THROW((void)std::move(empty).then([](int x) { return x; }), weft::usage_error);
+  std::vector<weft::future<int>> none;
+  EXPECT_THROW((void)weft::when_any(none), weft::usage_error);
+  EXPECT_THROW((void)weft::when_all(std::vector<weft::future<int>>{}), weft::usage_error);
+  std::vector<weft::future<int>> holey;
+  holey.push_back(pool.submit([] { return 1; }));
+  holey.emplace_back();
+  EXPECT_THROW((void)weft::when_any(holey), weft::usage_error);
+  try {
+    (void)weft::when_all(std::move(holey));
+    FAIL();
+  } catch (const weft::usage_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("index 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(continuation_test, batches_of_zero_one_and_many) {
+  weft::pool pool{options()};
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, weft::test::scaled(20'000, 1000)}) {
+    std::atomic<std::size_t> sum{0};
+    std::vector<std::function<void()>> jobs;
+    for (std::size_t i = 0; i < n; ++i) jobs.emplace_back([i, &sum] { sum.fetch_add(i + 1); });
+    pool.spawn_all(jobs);
+    pool.wait();
+    EXPECT_EQ(sum.load(), n * (n + 1) / 2) << n;
+
+    auto makers = std::views::iota(std::size_t{0}, n) |
+                  std::views::transform([](std::size_t i) { return [i] { return i * i; }; });
+    std::vector<weft::future<std::size_t>> futures = pool.submit_all(makers);
+    ASSERT_EQ(futures.size(), n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(futures[i].get(), i * i);
+  }
+}
+
+TEST_P(continuation_test, spawn_all_exceptions_reach_the_pools_error_path) {
+  std::atomic<int> errors{0};
+  std::atomic<int> ran{0};
+  weft::pool_options o = options();
+  o.on_error = [&](const std::exception_ptr&) { errors.fetch_add(1); };
+  weft::pool pool{o};
+  std::vector<std::function<void()>> jobs;
+  for (int i = 0; i < 30; ++i) {
+    jobs.emplace_back([i, &ran] {
+      ran.fetch_add(1);
+      if (i % 10 == 3) throw std::runtime_error("batch");
+    });
+  }
+  pool.spawn_all(jobs);
+  pool.wait();
+  EXPECT_EQ(ran.load(), 30);
+  EXPECT_EQ(errors.load(), 3);
+
+  weft::pool plain{options()};
+  plain.spawn_all(std::vector<std::function<void()>>{[] { throw std::logic_error("one"); }});
+  EXPECT_THROW(plain.wait(), std::logic_error);
+  EXPECT_NO_THROW(plain.wait());
+}
+
+TEST_P(continuation_test, submit_all_holds_each_exception_in_its_future) {
+  weft::pool pool{options()};
+  std::vector<std::function<int()>> jobs;
+  for (int i = 0; i < 10; ++i) {
+    jobs.emplace_back([i]() -> int {
+      if (i == 4) throw std::runtime_error("four");
+      return i;
+    });
+  }
+  auto futures = pool.submit_all(jobs);
+  for (int i = 0; i < 10; ++i) {
+    if (i == 4) {
+      EXPECT_THROW(futures[4].get(), std::runtime_error);
+    } else {
+      EXPECT_EQ(futures[static_cast<std::size_t>(i)].get(), i);
+    }
+  }
+}
+
+TEST_P(continuation_test, everything_from_inside_jobs) {
+  weft::pool pool{options()};
+  const std::size_t n = weft::test::scaled(2'000, 50);
+  auto outer = pool.submit([&pool, n] {
+    std::atomic<int> runs{0};
+    int chain = add_chain(pool, static_cast<int>(n), -1, runs).get();
+
+    auto makers = std::views::iota(std::size_t{0}, n) |
+                  std::views::transform([](std::size_t i) { return [i] { return i; }; });
+    std::vector<std::size_t> all = weft::when_all(pool.submit_all(makers)).get();
+    std::size_t sum = std::accumulate(all.begin(), all.end(), std::size_t{0});
+
+    std::atomic<std::size_t> spawned{0};
+    std::vector<std::function<void()>> jobs(n, [&spawned] { spawned.fetch_add(1); });
+    pool.spawn_all(jobs);
+    std::vector<weft::future<int>> some;
+    some.push_back(pool.submit([] { return 1; }));
+    const std::size_t any = weft::when_any(some).get();
+    pool.wait_until([&] { return spawned.load() == n; });
+    return static_cast<std::size_t>(chain) + sum + any + spawned.load();
+  });
+  EXPECT_EQ(outer.get(), n + n * (n - 1) / 2 + 0 + n);
+}
+
+INSTANTIATE_TEST_SUITE_P(workers, continuation_test,
+                         ::testing::ValuesIn(weft::test::worker_counts()),
+                         [](const auto& info) { return weft::test::workers_name(info.param); });
+
+}  // namespace
