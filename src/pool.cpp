@@ -299,13 +299,14 @@ std::size_t pool::push_many(detail::job* const* jobs, std::size_t n) noexcept {
   try {
     // Each branch is all or nothing, and publishes the n jobs at once: one
     // store a thief or a sleeping worker can see, and one new_work() below.
-    if (sequential()) {
+    // A worker's own deque first: the graphs' hot path (a sequential pool
+    // has no workers, so no thread takes this branch for one).
+    if (self != nullptr && on_own_worker()) {
+      self->deque.push_many(jobs, n);
+    } else if (sequential()) {
       std::lock_guard lock{sequential_mutex_};
       sequential_queue_.insert(sequential_queue_.end(), jobs, jobs + n);
       return n;
-    }
-    if (self != nullptr && on_own_worker()) {
-      self->deque.push_many(jobs, n);
     } else if (detail::lane* l = my_lane()) {
       l->queue.push_many(jobs, n);
     } else {
