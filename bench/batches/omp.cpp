@@ -9,21 +9,12 @@
 #include <vector>
 
 #include "batches/batches.hpp"
+#include "common/omp_tasks.hpp"
 
 namespace {
 
 auto jobs_setup() {
-  return [](std::int64_t n, std::int64_t /*k*/) {
-#pragma omp parallel num_threads(bench::workers) firstprivate(n)
-#pragma omp single
-    {
-      for (std::int64_t i = 0; i < n; ++i) {
-#pragma omp task
-        bench::count_job();
-      }
-#pragma omp taskwait
-    }
-  };
+  return [](std::int64_t n, std::int64_t /*k*/) { bench::omp_empty_tasks(n); };
 }
 
 auto futures_setup() {

@@ -3,22 +3,13 @@
 // long queue makes libgomp run new tasks at once on the creating thread.
 #include <omp.h>
 
+#include "common/omp_tasks.hpp"
 #include "empty_jobs/empty_jobs.hpp"
 
 namespace {
 
 auto setup() {
-  return [](std::int64_t n) {
-#pragma omp parallel num_threads(bench::workers) firstprivate(n)
-#pragma omp single
-    {
-      for (std::int64_t i = 0; i < n; ++i) {
-#pragma omp task
-        bench::count_job();
-      }
-#pragma omp taskwait
-    }
-  };
+  return [](std::int64_t n) { bench::omp_empty_tasks(n); };
 }
 
 const int timing = bench::on_startup(bench::suite::timing, [] {

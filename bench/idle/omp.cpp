@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "common/omp_tasks.hpp"
 #include "idle/idle.hpp"
 
 namespace {
@@ -14,17 +15,7 @@ namespace {
 struct omp_team {
   static constexpr bool has_workers = true;
 
-  void work(std::int64_t n) {
-#pragma omp parallel num_threads(bench::workers) firstprivate(n)
-#pragma omp single
-    {
-      for (std::int64_t i = 0; i < n; ++i) {
-#pragma omp task
-        bench::count_job();
-      }
-#pragma omp taskwait
-    }
-  }
+  void work(std::int64_t n) { bench::omp_empty_tasks(n); }
   bool sleeping_job(std::chrono::nanoseconds d) {
     bool ran_elsewhere = false;  // written by the task before `done`
     std::atomic<bool> done{false};
