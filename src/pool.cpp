@@ -449,23 +449,27 @@ void pool::execute(detail::job* j) noexcept {
   ctx.helper_index = saved.helper_index;
 }
 
-void pool::await(const detail::latch& l) {
-  auto is_set = [&l] { return l.is_set(); };
-  // block() installs our parker in the latch; it does not change its value.
-  auto block = [&] { const_cast<detail::latch&>(l).block(); };
+template <class Done, class Block>
+void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block) {
   // Our worker (or a thread running our sequential jobs) keeps the pool
   // alive. Any other thread saw the latch unset but may not touch the pool
   // until it has published its visit and checked again: the pool is
   // destroyed once the latch's job has finished (docs/waiting.md).
   if (detail::tls.owner == this) {
-    wait_on(is_set, block);
+    wait_on(done, block);
     return;
   }
   detail::fault::at(detail::fault::await_point::entered);
   const detail::visit_scope visit{this};
   if (l.is_set_now()) return;
   detail::fault::at(detail::fault::await_point::visiting);
-  wait_on(is_set, block);
+  wait_on(done, block);
+}
+
+void pool::await(const detail::latch& l) {
+  auto is_set = [&l] { return l.is_set(); };
+  // block() installs our parker in the latch; it does not change its value.
+  wait_on_latch(l, is_set, [&] { const_cast<detail::latch&>(l).block(); });
 }
 
 bool pool::help_from_lane(detail::lane& mine) noexcept {
@@ -490,20 +494,11 @@ bool pool::help_from_lane(detail::lane& mine) noexcept {
 }
 
 bool pool::await_until(const detail::latch& l, std::chrono::steady_clock::time_point deadline) {
-  auto is_set = [&l] { return l.is_set(); };
   // A worker helps until the latch is set or the deadline has passed (it
   // looks between jobs, so a long job makes it late).
   auto set_or_late = [&] { return l.is_set() || std::chrono::steady_clock::now() >= deadline; };
-  auto block = [&] { const_cast<detail::latch&>(l).block_until(deadline); };
-  if (detail::tls.owner == this) {
-    wait_on(set_or_late, block);
-    return is_set();
-  }
-  // As in await().
-  const detail::visit_scope visit{this};
-  if (l.is_set_now()) return true;
-  wait_on(set_or_late, block);
-  return is_set();
+  wait_on_latch(l, set_or_late, [&] { const_cast<detail::latch&>(l).block_until(deadline); });
+  return l.is_set();
 }
 
 bool pool::park_until_finish(std::uint64_t seen, std::chrono::milliseconds timeout) {

@@ -544,6 +544,10 @@ class pool {
     bool held_ = false;
   };
   void await(const detail::latch& l);
+  // The part of await() and await_until() that decides how to wait and
+  // publishes the visit of a thread that is not our worker.
+  template <class Done, class Block>
+  void wait_on_latch(const detail::latch& l, Done& done, Block&& block);
   // await() with a deadline; true if the latch was set.
   bool await_until(const detail::latch& l, std::chrono::steady_clock::time_point deadline);
   // Blocks until done() holds; done() must turn true only through counted

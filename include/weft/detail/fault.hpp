@@ -25,7 +25,7 @@ inline bool thread_start_fails() noexcept {
 }
 
 // Called, when set, by a thread that is not a worker at two points of
-// pool::await(): just after the caller saw the latch unset
+// pool::await() and await_until(): just after the caller saw the latch unset
 // (await_point::entered), and after its visit is published and the latch
 // was seen unset again (await_point::visiting). A test pauses there to race
 // the pool's destructor.
