@@ -23,13 +23,13 @@
 
 namespace weft {
 
-// The smallest piece of a range that an algorithm hands to one call of its
-// loop: pieces are split in two only while both halves keep at least `size`
-// elements. Pass it as the last argument, e.g.
-// weft::for_each(pool, v.begin(), v.end(), f, weft::grain{1024}). The
-// default, 1, lets load alone decide (docs/algorithms.md, "Splitting").
+/// The smallest piece of a range that an algorithm hands to one call of its
+/// loop: pieces are split in two only while both halves keep at least `size`
+/// elements. Pass it as the last argument, e.g.
+/// weft::for_each(pool, v.begin(), v.end(), f, weft::grain{1024}). The
+/// default, 1, lets load alone decide (docs/algorithms.md, "Splitting").
 struct grain {
-  std::size_t size = 1;
+  std::size_t size = 1;  ///< the smallest piece, in elements
 };
 
 namespace detail::algo {
@@ -233,7 +233,7 @@ T transform_reduce_impl(pool& p, It first, It last, T init, Op& op, Tf& tf, grai
 // exception of the lowest index among those that threw is rethrown.
 // Misuse (last before first, grain{0}) throws weft::usage_error.
 
-// Calls f(*it) for every it in [first, last).
+/// Calls f(*it) for every it in [first, last).
 template <class It, class F>
 void for_each(pool& pool, It first, It last, F f, grain g = {}) {
   static_assert(detail::algo::random_access_v<It>,
@@ -254,9 +254,9 @@ void for_each(pool& pool, It first, It last, F f, grain g = {}) {
   detail::algo::run<detail::algo::nothing>(pool, n, g.size, leaf, combine);
 }
 
-// Calls f(i) for every integer i in [begin, end), in the common type I of
-// both bounds. Throws usage_error if a bound does not fit I (e.g. -1 and a
-// std::size_t) or end < begin.
+/// Calls f(i) for every integer i in [begin, end), in the common type I of
+/// both bounds. Throws usage_error if a bound does not fit I (e.g. -1 and a
+/// std::size_t) or end < begin.
 template <std::integral B, std::integral E, class F>
 void for_each_index(pool& pool, B begin, E end, F f, grain g = {}) {
   using I = std::common_type_t<B, E>;
@@ -294,9 +294,9 @@ void for_each_index(pool& pool, B begin, E end, F f, grain g = {}) {
   detail::algo::run<detail::algo::nothing>(pool, n, g.size, leaf, combine);
 }
 
-// out[i] = f(first[i]) for every i; returns out + (last - first). `out` must
-// be a random-access iterator to at least that many elements; [first, last)
-// and the output may coincide (in place) but must not otherwise overlap.
+/// out[i] = f(first[i]) for every i; returns out + (last - first). `out` must
+/// be a random-access iterator to at least that many elements; [first, last)
+/// and the output may coincide (in place) but must not otherwise overlap.
 template <class It, class Out, class F>
 Out transform(pool& pool, It first, It last, Out out, F f, grain g = {}) {
   static_assert(detail::algo::random_access_v<It>,
@@ -322,11 +322,11 @@ Out transform(pool& pool, It first, It last, Out out, F f, grain g = {}) {
   return out + static_cast<std::iter_difference_t<Out>>(n);
 }
 
-// Returns init op x0 op x1 op ... op x(n-1) for an associative op (it need
-// not be commutative, and need not have an identity): the result equals the
-// sequential left fold up to associativity, on every run. init is used
-// exactly once, as the leftmost operand; every piece folds left to right,
-// and two adjacent pieces combine as op(left, right). T is init's type.
+/// Returns init op x0 op x1 op ... op x(n-1) for an associative op (it need
+/// not be commutative, and need not have an identity): the result equals the
+/// sequential left fold up to associativity, on every run. init is used
+/// exactly once, as the leftmost operand; every piece folds left to right,
+/// and two adjacent pieces combine as op(left, right). T is init's type.
 template <class It, class T, class Op = std::plus<>>
 T reduce(pool& pool, It first, It last, T init, Op op = {}, grain g = {}) {
   static_assert(detail::algo::random_access_v<It>,
@@ -337,7 +337,7 @@ T reduce(pool& pool, It first, It last, T init, Op op = {}, grain g = {}) {
                                              "weft::reduce");
 }
 
-// reduce() over transform_op(*it) instead of *it, in the same order.
+/// reduce() over transform_op(*it) instead of *it, in the same order.
 template <class It, class T, class Op, class Tf>
 T transform_reduce(pool& pool, It first, It last, T init, Op reduce_op, Tf transform_op,
                    grain g = {}) {
@@ -350,9 +350,9 @@ T transform_reduce(pool& pool, It first, It last, T init, Op reduce_op, Tf trans
                                              transform_op, g, "weft::transform_reduce");
 }
 
-// Returns {f(r[0]), f(r[1]), ...}: the results in input order. The result
-// type R (f's, without reference or cv) must be default-constructible and
-// move-assignable.
+/// Returns {f(r[0]), f(r[1]), ...}: the results in input order. The result
+/// type R (f's, without reference or cv) must be default-constructible and
+/// move-assignable.
 template <class Range, class F>
 auto map(pool& pool, Range&& range, F f, grain g = {}) {
   static_assert(std::ranges::random_access_range<Range> && std::ranges::sized_range<Range>,

@@ -24,7 +24,7 @@
 
 namespace weft {
 
-// What when_all's future holds: the values in order, or nothing for void.
+/// What when_all's future holds: the values in order, or nothing for void.
 template <class T>
 using when_all_result_t = std::conditional_t<std::is_void_v<T>, void, std::vector<T>>;
 
@@ -286,6 +286,9 @@ struct any_job final : deferred_job<std::size_t, any_job> {
 
 }  // namespace detail
 
+// Hidden from Doxygen, which documents then() at its declaration (future.hpp)
+// and would list this definition a second time.
+/// \cond
 template <class R>
 template <class F>
 future<detail::then_result_t<R, F>> future<R>::then(F&& f) && {
@@ -325,13 +328,14 @@ future<detail::then_result_t<R, F>> future<R>::then(F&& f) && {
     return {};
   }
 }
+/// \endcond
 
-// A future of all the futures' values, in order (future<void> for void
-// futures), ready once every one of them is; if any threw, it holds the
-// exception of the lowest index (the others are discarded). Takes the
-// futures; the gathering runs as a job of the first future's pool, counted
-// from this call on, and no thread blocks meanwhile. An empty vector gives
-// a future of an empty vector. Throws usage_error if a future is empty.
+/// A future of all the futures' values, in order (future<void> for void
+/// futures), ready once every one of them is; if any threw, it holds the
+/// exception of the lowest index (the others are discarded). Takes the
+/// futures; the gathering runs as a job of the first future's pool, counted
+/// from this call on, and no thread blocks meanwhile. An empty vector gives
+/// a future of an empty vector. Throws usage_error if a future is empty.
 template <class T>
 [[nodiscard]] future<when_all_result_t<T>> when_all(std::vector<future<T>> futures) {
   using job = detail::all_job<T>;
@@ -358,12 +362,12 @@ template <class T>
   return result;
 }
 
-// A future of the index of a future that is ready: the first to finish (or,
-// if some are ready already, the lowest index among those seen ready here).
-// The futures stay with the caller, who may get() them afterwards; the job
-// that finds the index runs on the first future's pool, counted from this
-// call on, and no thread blocks meanwhile. Throws usage_error if the vector
-// is empty or holds an empty future.
+/// A future of the index of a future that is ready: the first to finish (or,
+/// if some are ready already, the lowest index among those seen ready here).
+/// The futures stay with the caller, who may get() them afterwards; the job
+/// that finds the index runs on the first future's pool, counted from this
+/// call on, and no thread blocks meanwhile. Throws usage_error if the vector
+/// is empty or holds an empty future.
 template <class T>
 [[nodiscard]] future<std::size_t> when_any(std::vector<future<T>>& futures) {
   if (futures.empty()) {

@@ -32,17 +32,18 @@
 
 namespace weft {
 
+/// Options of a flow, given to its constructor.
 struct flow_options {
-  // Unfinished tasks the flow keeps at most; past it, emplace runs tasks (on
-  // a worker) or waits (elsewhere) until half of them have finished, so
-  // memory stays flat however many tasks are emplaced.
+  /// Unfinished tasks the flow keeps at most; past it, emplace runs tasks (on
+  /// a worker) or waits (elsewhere) until half of them have finished, so
+  /// memory stays flat however many tasks are emplaced.
   std::size_t window = 4096;
-  // Keep the tasks and edges since the last wait() for dump(). Off by
-  // default: it costs a few stores and some memory per task.
+  /// Keep the tasks and edges since the last wait() for dump(). Off by
+  /// default: it costs a few stores and some memory per task.
   bool keep_graph = false;
 };
 
-// How a task uses an object (docs/flow.md has the edges each mode creates).
+/// How a task uses an object (docs/flow.md has the edges each mode creates).
 enum class access_mode : std::uint8_t { read, write, commute, concurrent, reduce };
 
 class flow;
@@ -122,54 +123,57 @@ struct access_desc {
 // Access declarations: weft::read(x), write(x), commute(x), concurrent(x),
 // reduce(x, op), after(future or flow_task).
 
+/// What read(x), write(x), commute(x) and concurrent(x) return, for flow::emplace.
 template <class T, access_mode M>
 struct access {
   static_assert(M != access_mode::reduce, "use weft::reduce(x, op)");
-  using object_type = T;
-  static constexpr access_mode mode = M;
-  T* object;
+  using object_type = T;                  ///< x's type (const for read)
+  static constexpr access_mode mode = M;  ///< how the task uses x
+  T* object;                              ///< x
 };
 
+/// What reduce(x, op) returns, for flow::emplace.
 template <class T, class Op>
 struct reduce_access {
-  using object_type = T;
-  static constexpr access_mode mode = access_mode::reduce;
-  T* object;
-  Op op;
+  using object_type = T;                                    ///< x's type
+  static constexpr access_mode mode = access_mode::reduce;  ///< always reduce
+  T* object;                                                ///< x
+  Op op;                                                    ///< folds the copies into x
 };
 
+/// What after(future or flow_task) returns, for flow::emplace.
 struct after_access {
-  detail::access_desc desc;
+  detail::access_desc desc;  ///< the edge, as emplace reads it
 };
 
-// After the previous writer of x; readers run concurrently with each other.
-// The task receives `const T&`.
+/// After the previous writer of x; readers run concurrently with each other.
+/// The task receives `const T&`.
 template <class T>
 [[nodiscard]] access<const T, access_mode::read> read(const T& x) noexcept {
   return {&x};
 }
-// After every earlier access to x; exclusive. The task receives `T&`.
+/// After every earlier access to x; exclusive. The task receives `T&`.
 template <class T>
 [[nodiscard]] access<T, access_mode::write> write(T& x) noexcept {
   static_assert(!std::is_const_v<T>, "weft::write needs a non-const object");
   return {&x};
 }
-// Consecutive commute tasks on x run one at a time, in any order.
+/// Consecutive commute tasks on x run one at a time, in any order.
 template <class T>
 [[nodiscard]] access<T, access_mode::commute> commute(T& x) noexcept {
   static_assert(!std::is_const_v<T>, "weft::commute needs a non-const object");
   return {&x};
 }
-// Consecutive concurrent tasks on x may run at the same time (the tasks
-// synchronise among themselves); ordered against every other mode.
+/// Consecutive concurrent tasks on x may run at the same time (the tasks
+/// synchronise among themselves); ordered against every other mode.
 template <class T>
 [[nodiscard]] access<T, access_mode::concurrent> concurrent(T& x) noexcept {
   static_assert(!std::is_const_v<T>, "weft::concurrent needs a non-const object");
   return {&x};
 }
-// The task receives a private, value-initialised T (one per worker); before
-// the next other access to x, or wait(), the copies are folded into x as
-// x = op(x, copy), in worker order.
+/// The task receives a private, value-initialised T (one per worker); before
+/// the next other access to x, or wait(), the copies are folded into x as
+/// x = op(x, copy), in worker order.
 template <class T, class Op>
 [[nodiscard]] reduce_access<T, std::decay_t<Op>> reduce(T& x, Op&& op) {
   static_assert(!std::is_const_v<T>, "weft::reduce needs a non-const object");
@@ -177,12 +181,12 @@ template <class T, class Op>
                 "weft::reduce(x, op): op(T, T) must return a T, e.g. std::plus<>{}");
   return {&x, std::forward<Op>(op)};
 }
-// An ordering edge: the task runs after the future is ready (its value or
-// exception is not looked at, nor passed). The future must stay valid
-// during emplace.
+/// An ordering edge: the task runs after the future is ready (its value or
+/// exception is not looked at, nor passed). The future must stay valid
+/// during emplace.
 template <class R>
 [[nodiscard]] after_access after(const future<R>& f);
-// An ordering edge: the task runs after an earlier task of the same flow.
+/// An ordering edge: the task runs after an earlier task of the same flow.
 [[nodiscard]] after_access after(const flow_task& t);
 
 namespace detail {
@@ -522,14 +526,15 @@ class flow_core {
 
 }  // namespace detail
 
-// A handle to an emplaced task: two words, freely copied. It names the task
-// for dump(), and after(t) orders a later task after it. It stays usable
-// after the task has finished (after() then adds no edge).
+/// A handle to an emplaced task: two words, freely copied. It names the task
+/// for dump(), and after(t) orders a later task after it. It stays usable
+/// after the task has finished (after() then adds no edge).
 class flow_task {
  public:
   flow_task() noexcept = default;
-  // Names the task in dump() output (kept only with flow_options::keep_graph).
+  /// Names the task in dump() output (kept only with flow_options::keep_graph).
   flow_task name(std::string_view name) const;
+  /// True for a default-constructed handle.
   [[nodiscard]] bool empty() const noexcept { return node_ == nullptr; }
 
  private:
@@ -541,42 +546,45 @@ class flow_task {
   std::uint32_t generation_ = 0;
 };
 
-// A sequential task flow on a pool. One thread emplaces (the program order
-// is that thread's order) and waits; tasks start as soon as they are ready.
+/// A sequential task flow on a pool. One thread emplaces (the program order
+/// is that thread's order) and waits; tasks start as soon as they are ready.
 class flow {
  public:
+  /// An empty flow whose tasks run on p.
   explicit flow(pool& p, flow_options options = {});
-  ~flow();  // waits for the tasks emplaced so far; exceptions left unread go to the pool
+  ~flow();  ///< waits for the tasks emplaced so far; exceptions left unread go to the pool
+  /// Takes other's tasks; other may then only be destroyed (else usage_error).
   flow(flow&& other) noexcept = default;
   flow& operator=(flow&&) = delete;
   flow(const flow&) = delete;
   flow& operator=(const flow&) = delete;
 
-  // Adds a task that calls f with the declared objects, in declaration
-  // order: `const T&` for read, `T&` for the other modes (a private copy
-  // for reduce); after() passes nothing.
+  /// Adds a task that calls f with the declared objects, in declaration
+  /// order: `const T&` for read, `T&` for the other modes (a private copy
+  /// for reduce); after() passes nothing.
   template <class F, class... A>
   flow_task emplace(F&& f, A&&... accesses);
 
-  // Returns once every task emplaced so far has finished, then rethrows the
-  // first exception a task threw (or run_cancelled after cancel()); the flow
-  // is usable again afterwards. On a worker it runs other jobs meanwhile.
+  /// Returns once every task emplaced so far has finished, then rethrows the
+  /// first exception a task threw (or run_cancelled after cancel()); the flow
+  /// is usable again afterwards. On a worker it runs other jobs meanwhile.
   void wait();
-  // Returns once every task emplaced so far that accesses x has finished;
-  // the waiting thread runs only tasks x's result depends on. Does not
-  // rethrow (wait() does).
+  /// Returns once every task emplaced so far that accesses x has finished;
+  /// the waiting thread runs only tasks x's result depends on. Does not
+  /// rethrow (wait() does).
   template <class T>
   void wait(const T& x) {
     core().wait_for_object(static_cast<const void*>(&x));
   }
-  // Skips every task that has not started yet; wait() then throws
-  // run_cancelled. Returns false if nothing was unfinished.
+  /// Skips every task that has not started yet; wait() then throws
+  /// run_cancelled. Returns false if nothing was unfinished.
   bool cancel() noexcept;
-  // GraphViz DOT of the tasks emplaced since the last wait(): edges are
-  // labelled with the object and mode that caused them. Needs
-  // flow_options::keep_graph (else usage_error).
+  /// GraphViz DOT of the tasks emplaced since the last wait(): edges are
+  /// labelled with the object and mode that caused them. Needs
+  /// flow_options::keep_graph (else usage_error).
   void dump(std::ostream& out) const;
 
+  /// The pool the tasks run on.
   [[nodiscard]] pool& owner() const { return core().owner(); }
 
  private:

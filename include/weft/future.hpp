@@ -105,19 +105,21 @@ struct future_access {
 
 }  // namespace detail
 
-// Move-only handle to a submitted job's outcome. Use it from one thread at a
-// time. get() on a worker runs other jobs while it waits; on any other thread
-// it spins briefly, runs its own queued jobs if pool_options::waiters_help
-// is set, and then blocks (in sequential mode it runs the pool's jobs).
-// Destroying a future without get() is fine: if its job throws after that,
-// the exception goes to the pool's error path (pool_options::on_error, or
-// pool::wait()); if the job had already failed, the exception is printed to
-// stderr, since nothing can rethrow it any more.
+/// Move-only handle to a submitted job's outcome. Use it from one thread at a
+/// time. get() on a worker runs other jobs while it waits; on any other thread
+/// it spins briefly, runs its own queued jobs if pool_options::waiters_help
+/// is set, and then blocks (in sequential mode it runs the pool's jobs).
+/// Destroying a future without get() is fine: if its job throws after that,
+/// the exception goes to the pool's error path (pool_options::on_error, or
+/// pool::wait()); if the job had already failed, the exception is printed to
+/// stderr, since nothing can rethrow it any more.
 template <class R>
 class future {
  public:
   future() noexcept = default;
+  /// Takes other's job; other is left empty.
   future(future&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  /// Lets go of this future's job, as the destructor does, and takes other's.
   future& operator=(future&& other) noexcept {
     if (this != &other) {
       reset();
@@ -129,34 +131,35 @@ class future {
   future& operator=(const future&) = delete;
   ~future() { reset(); }
 
-  // True until get() has been called (or the future was moved from).
+  /// True until get() has been called (or the future was moved from).
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
 
-  // True once the job has finished (with a value or an exception).
+  /// True once the job has finished (with a value or an exception).
   [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->done.is_set(); }
 
-  // Asks the work behind this future to stop. For a graph run, tasks that
-  // have not started are skipped and get() throws weft::run_cancelled.
-  // Returns true if the request came before the work finished; false for an
-  // empty future, a finished run, or a submitted job (which cannot be
-  // cancelled).
+  /// Asks the work behind this future to stop. For a graph run, tasks that
+  /// have not started are skipped and get() throws weft::run_cancelled.
+  /// Returns true if the request came before the work finished; false for an
+  /// empty future, a finished run, or a submitted job (which cannot be
+  /// cancelled).
   bool cancel() noexcept {
     return state_ != nullptr && state_->cancel != nullptr && state_->cancel(state_);
   }
 
-  // Waits for the job to finish. Throws usage_error on an empty future.
+  /// Waits for the job to finish. Throws usage_error on an empty future.
   void wait() const;
 
-  // Waits at most `timeout` (until `deadline`), as std::future does:
-  // std::future_status::ready once the job has finished, ::timeout if it
-  // has not by then (never ::deferred). The wait is the same as wait()'s:
-  // on a worker it runs other jobs meanwhile and looks at the clock between
-  // them, so a long job it runs can make it return late. Throws usage_error
-  // on an empty future.
+  /// Waits at most `timeout` (until `deadline`), as std::future does:
+  /// std::future_status::ready once the job has finished, `timeout` if it
+  /// has not by then (never `deferred`). The wait is the same as wait()'s:
+  /// on a worker it runs other jobs meanwhile and looks at the clock between
+  /// them, so a long job it runs can make it return late. Throws usage_error
+  /// on an empty future.
   template <class Rep, class Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& timeout) const {
     return wait_until_steady(detail::deadline_after(timeout));
   }
+  /// wait_for() until `deadline`, on any clock.
   template <class Clock, class Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& deadline) const {
     // Another clock's deadline, as the same distance from now on the steady
@@ -168,24 +171,25 @@ class future {
     }
   }
 
-  // Continuation (weft/continuation.hpp): once this future's job has
-  // finished, runs f(value) (f() for void) as a new job of the same pool and
-  // returns its future; if the job threw, f is skipped and the returned
-  // future holds that exception. Consumes this future (call it on an
-  // rvalue: std::move(fut).then(f)); nothing blocks meanwhile, and the
-  // continuation counts as a job of the pool from this call on (pool.wait()
-  // and the pool's destructor wait for it). Throws usage_error on an empty
-  // future, pool_closed as submit() does.
+  /// Continuation (weft/continuation.hpp): once this future's job has
+  /// finished, runs f(value) (f() for void) as a new job of the same pool and
+  /// returns its future; if the job threw, f is skipped and the returned
+  /// future holds that exception. Consumes this future (call it on an
+  /// rvalue: std::move(fut).then(f)); nothing blocks meanwhile, and the
+  /// continuation counts as a job of the pool from this call on (pool.wait()
+  /// and the pool's destructor wait for it). Throws usage_error on an empty
+  /// future, pool_closed as submit() does.
   template <class F>
   [[nodiscard]] future<detail::then_result_t<R, F>> then(F&& f) &&;
+  /// Not on an lvalue: a compile-time error says to call std::move(fut).then(f).
   template <class F>
   void then(F&& /*f*/) & {
     static_assert(detail::always_false<F>,
                   "weft::future::then consumes the future: call std::move(fut).then(f)");
   }
 
-  // Waits, then returns the job's result or rethrows its exception. The
-  // future is empty afterwards.
+  /// Waits, then returns the job's result or rethrows its exception. The
+  /// future is empty afterwards.
   R get() {
     wait();
     detail::future_state<R>* s = std::exchange(state_, nullptr);

@@ -33,18 +33,18 @@
 
 namespace weft {
 
-// Misuse of a graph: a cycle among normal edges (reported by pool::run, with
-// the tasks on it), running a graph whose previous run has not finished,
-// an edge between tasks of two graphs, changing a graph while it runs, using
-// an empty or moved-from graph or task handle, and, in builds without
-// NDEBUG, using a task handle after its graph was destroyed.
+/// Misuse of a graph: a cycle among normal edges (reported by pool::run, with
+/// the tasks on it), running a graph whose previous run has not finished,
+/// an edge between tasks of two graphs, changing a graph while it runs, using
+/// an empty or moved-from graph or task handle, and, in builds without
+/// NDEBUG, using a task handle after its graph was destroyed.
 class graph_error : public usage_error {
  public:
   using usage_error::usage_error;
 };
 
-// What a run's future rethrows when the run was cancelled (graph::cancel, or
-// the future's cancel) before it finished and no task threw.
+/// What a run's future rethrows when the run was cancelled (graph::cancel, or
+/// the future's cancel) before it finished and no task threw.
 class run_cancelled : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -433,15 +433,15 @@ class graph_core {
 
 }  // namespace detail
 
-// A handle to a task of a graph: two words, freely copyable, valid as long as
-// its graph (moving the graph keeps it valid). A default-constructed handle
-// is empty; using it throws graph_error.
+/// A handle to a task of a graph: two words, freely copyable, valid as long as
+/// its graph (moving the graph keeps it valid). A default-constructed handle
+/// is empty; using it throws graph_error.
 class task {
  public:
   task() noexcept = default;
 
-  // This task runs before each of `others` (normal edges; from a condition
-  // task, conditional edges, numbered in the order they are added).
+  /// This task runs before each of `others` (normal edges; from a condition
+  /// task, conditional edges, numbered in the order they are added).
   template <std::same_as<task>... T>
   task precede(const T&... others) const {
     detail::graph_node& self = node();
@@ -449,7 +449,7 @@ class task {
     return *this;
   }
 
-  // This task runs after each of `others`.
+  /// This task runs after each of `others`.
   template <std::same_as<task>... T>
   task succeed(const T&... others) const {
     detail::graph_node& self = node();
@@ -457,36 +457,42 @@ class task {
     return *this;
   }
 
-  // Names the task in dump() output and in cycle reports.
+  /// Names the task in dump() output and in cycle reports.
   task name(std::string_view name) const {
     detail::graph_node& n = node();
     n.owner->set_name(&n, name);
     return *this;
   }
+  /// The task's name; empty if it was never named.
   [[nodiscard]] std::string_view name() const {
     const detail::graph_node& n = node();
     return n.name != nullptr ? std::string_view{*n.name} : std::string_view{};
   }
 
-  // Stops the task from running from now on, in this run and later ones,
-  // until reset(); its successors do not run either when it is skipped.
-  // Returns false if the task has already started (in this run or an
-  // earlier one since the last reset), so it has run or still runs once;
-  // true otherwise.
+  /// Stops the task from running from now on, in this run and later ones,
+  /// until reset(); its successors do not run either when it is skipped.
+  /// Returns false if the task has already started (in this run or an
+  /// earlier one since the last reset), so it has run or still runs once;
+  /// true otherwise.
   bool cancel() const {
     // Relaxed: see graph_node::claim().
     return node().gate.exchange(detail::graph_node::cancelled, std::memory_order_relaxed) !=
            detail::graph_node::started;
   }
-  // Undoes cancel(): the task runs again in the next run.
+  /// Undoes cancel(): the task runs again in the next run.
   void reset() const { node().gate.store(detail::graph_node::open, std::memory_order_relaxed); }
 
+  /// True for a default-constructed handle.
   [[nodiscard]] bool empty() const noexcept { return node_ == nullptr; }
+  /// True for an empty task (graph::placeholder or graph::emplace()).
   [[nodiscard]] bool is_placeholder() const {
     return node().kind == detail::node_kind::placeholder;
   }
+  /// True for a condition task (its callable returns a successor index).
   [[nodiscard]] bool is_condition() const { return node().kind == detail::node_kind::condition; }
+  /// Edges out of this task.
   [[nodiscard]] std::size_t successors() const { return node().successors.size(); }
+  /// Edges into this task, normal and conditional.
   [[nodiscard]] std::size_t predecessors() const {
     const detail::graph_node& n = node();
     return std::size_t{n.strong} + n.weak;
@@ -518,20 +524,23 @@ class task {
   [[maybe_unused]] std::uint64_t serial_ = 0;  // checked without NDEBUG
 };
 
-// A set of tasks and the edges between them, run by pool::run as often as
-// needed, one run at a time. See docs/graph.md.
+/// A set of tasks and the edges between them, run by pool::run as often as
+/// needed, one run at a time. See docs/graph.md.
 class graph {
  public:
   graph();
-  ~graph();  // waits for a run in flight
+  ~graph();  ///< waits for a run in flight
+  /// Takes other's tasks (their handles stay valid); other may then only be
+  /// destroyed or assigned to (else graph_error).
   graph(graph&& other) noexcept = default;
+  /// Takes other's tasks, as the move constructor does; this graph's own go.
   graph& operator=(graph&& other) noexcept;
   graph(const graph&) = delete;
   graph& operator=(const graph&) = delete;
 
-  // Adds a task running f(). If f returns an integral type (other than
-  // bool), the task is a condition task: it runs only its successor with
-  // that index (none if out of range or negative).
+  /// Adds a task running f(). If f returns an integral type (other than
+  /// bool), the task is a condition task: it runs only its successor with
+  /// that index (none if out of range or negative).
   template <class F>
   task emplace(F&& f) {
     using C = std::decay_t<F>;
@@ -552,27 +561,30 @@ class graph {
     }
     return task{};
   }
-  // An empty task, to join task groups (a barrier between them).
+  /// An empty task, to join task groups (a barrier between them).
   task emplace() { return placeholder(); }
+  /// The same as emplace().
   task placeholder();
-  // Adds `other` as one task (a module) that runs it to completion on the
-  // same pool. `other` must outlive this graph's runs and must not be run
-  // elsewhere meanwhile.
+  /// Adds `other` as one task (a module) that runs it to completion on the
+  /// same pool. `other` must outlive this graph's runs and must not be run
+  /// elsewhere meanwhile.
   task compose(graph& other);
 
-  // Room for n more tasks in one block of storage.
+  /// Room for n more tasks in one block of storage.
   void reserve(std::size_t n) { core("reserve").reserve(n); }
+  /// Tasks in the graph.
   [[nodiscard]] std::size_t size() const noexcept { return core_ ? core_->size() : 0; }
+  /// True when the graph has no task.
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
-  // True from pool::run until the run's future is ready.
+  /// True from pool::run until the run's future is ready.
   [[nodiscard]] bool running() const noexcept { return core_ && core_->running(); }
-  // Cancels the run in flight (as its future's cancel() would): tasks that
-  // have not started are skipped, and the future throws run_cancelled.
-  // False if no run was in flight.
+  /// Cancels the run in flight (as its future's cancel() would): tasks that
+  /// have not started are skipped, and the future throws run_cancelled.
+  /// False if no run was in flight.
   bool cancel() noexcept { return core_ && core_->cancel(); }
 
-  // Writes the graph in GraphViz DOT: task names as labels, condition tasks
-  // as diamonds, conditional edges dashed and labelled with their index.
+  /// Writes the graph in GraphViz DOT: task names as labels, condition tasks
+  /// as diamonds, conditional edges dashed and labelled with their index.
   void dump(std::ostream& out) const;
 
  private:

@@ -13,20 +13,23 @@
 
 namespace weft {
 
-// Jobs spawned into a group run on its pool; wait() returns when all of them
-// have finished. The first exception cancels the group: jobs that have not
-// started yet are skipped, and wait() rethrows that exception. After wait()
-// the group is fresh again (not cancelled, no error) and can be reused.
-// Groups nest: a job may create its own group and wait for it, on any pool.
-// The destructor waits; an exception nobody collected with wait() then goes
-// to the pool's error path (pool_options::on_error or pool::wait()).
+/// Jobs spawned into a group run on its pool; wait() returns when all of them
+/// have finished. The first exception cancels the group: jobs that have not
+/// started yet are skipped, and wait() rethrows that exception. After wait()
+/// the group is fresh again (not cancelled, no error) and can be reused.
+/// Groups nest: a job may create its own group and wait for it, on any pool.
+/// The destructor waits; an exception nobody collected with wait() then goes
+/// to the pool's error path (pool_options::on_error or pool::wait()).
 class task_group {
  public:
+  /// An empty group whose jobs run on p.
   explicit task_group(pool& p) noexcept : pool_(p) {}
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;
   ~task_group();
 
+  /// Runs f() on the group's pool as a job of this group; skipped if the
+  /// group is cancelled before it starts. Throws as pool::spawn does.
   template <class F>
   void spawn(F&& f) {
     // Relaxed: the count only has to be exact; what the job needs is
@@ -40,17 +43,19 @@ class task_group {
     }
   }
 
-  // Waits for every job spawned so far; on a worker it runs other jobs
-  // meanwhile. Rethrows the first exception a job threw.
+  /// Waits for every job spawned so far; on a worker it runs other jobs
+  /// meanwhile. Rethrows the first exception a job threw.
   void wait();
 
-  // Jobs of this group that have not started will not run. Running ones
-  // finish (they can poll is_cancelled()).
+  /// Jobs of this group that have not started will not run. Running ones
+  /// finish (they can poll is_cancelled()).
   void cancel() noexcept { cancelled_.store(true, std::memory_order_relaxed); }
+  /// True after cancel() or a job's exception, until wait() returns.
   [[nodiscard]] bool is_cancelled() const noexcept {
     return cancelled_.load(std::memory_order_relaxed);
   }
 
+  /// The pool the group's jobs run on.
   [[nodiscard]] pool& owner() const noexcept { return pool_; }
 
  private:

@@ -33,40 +33,42 @@
 
 namespace weft {
 
-// How many threads this process may run at once: the CPUs in its affinity
-// mask, further limited by a cgroup v2 cpu.max quota; at least 1.
+/// How many threads this process may run at once: the CPUs in its affinity
+/// mask, further limited by a cgroup v2 cpu.max quota; at least 1.
 std::size_t available_parallelism();
 
+/// Options of a pool, given to its constructor: pool{{.threads = 4, .name = "io"}}.
 struct pool_options {
-  // Worker threads. 0 is sequential mode: no threads; jobs run on the thread
-  // that waits (wait, get, join, wait_until), in submission order.
+  /// Worker threads. 0 is sequential mode: no threads; jobs run on the thread
+  /// that waits (wait, get, join, wait_until), in submission order.
   std::size_t threads = available_parallelism();
-  // Worker threads are named "<name>-<index>" (truncated to 15 characters).
+  /// Worker threads are named "<name>-<index>" (truncated to 15 characters).
   std::string name = "weft";
-  // Receives every exception that escapes a detached job (spawn, a task_group
-  // destroyed without wait, a discarded future). When empty, pool::wait()
-  // rethrows them instead, oldest first, one per call.
+  /// Receives every exception that escapes a detached job (spawn, a task_group
+  /// destroyed without wait, a discarded future). When empty, pool::wait()
+  /// rethrows them instead, oldest first, one per call.
   std::function<void(std::exception_ptr)> on_error = nullptr;
-  // When true, a thread that is not a worker and waits for this pool's work
-  // (future::get/wait, wait, join, task_group::wait, flow::wait) runs the
-  // jobs it submitted itself that no worker has started yet, instead of
-  // only waiting for a worker to wake (docs/waiting.md, "Outside waits").
-  // One such thread at a time (the pool's helper slot); its jobs see
-  // this_worker::index() == size(). Off by default: then only
-  // pool::wait_until runs jobs on a thread that is not a worker.
+  /// When true, a thread that is not a worker and waits for this pool's work
+  /// (future::get/wait, wait, join, task_group::wait, flow::wait) runs the
+  /// jobs it submitted itself that no worker has started yet, instead of
+  /// only waiting for a worker to wake (docs/waiting.md, "Outside waits").
+  /// One such thread at a time (the pool's helper slot); its jobs see
+  /// this_worker::index() == size(). Off by default: then only
+  /// pool::wait_until runs jobs on a thread that is not a worker.
   bool waiters_help = false;
 };
 
+/// A pool's counters, as pool::stats() reads them.
 struct pool_stats {
-  std::size_t workers = 0;    // worker threads (0 in sequential mode)
-  std::size_t job_slots = 0;  // heap-job slots allocated so far, all threads together
-  std::size_t handoffs = 0;   // waits that reached the help-depth limit (docs/waiting.md)
-  // Hand-offs that could not start a thread; those waits helped on past the limit.
+  std::size_t workers = 0;    ///< worker threads (0 in sequential mode)
+  std::size_t job_slots = 0;  ///< heap-job slots allocated so far, all threads together
+  std::size_t handoffs = 0;   ///< waits that reached the help-depth limit (docs/waiting.md)
+  /// Hand-offs that could not start a thread; those waits helped on past the limit.
   std::size_t handoff_failures = 0;
-  // Graph tasks that could not be queued (a queue could not grow for lack
-  // of memory) and ran on the thread that made them ready instead.
+  /// Graph tasks that could not be queued (a queue could not grow for lack
+  /// of memory) and ran on the thread that made them ready instead.
   std::size_t unqueued_runs = 0;
-  std::size_t lanes = 0;  // submission lanes made for outside threads so far
+  std::size_t lanes = 0;  ///< submission lanes made for outside threads so far
 };
 
 class task_group;
@@ -81,9 +83,14 @@ struct future_job;
 struct continuation_access;  // then, when_all, when_any (continuation.hpp)
 }  // namespace detail
 
+/// A work-stealing pool of worker threads: the scheduler every job of weft
+/// runs on (futures, join, task groups, graphs, flows, algorithms). The
+/// destructor finishes all submitted work, then joins the workers.
 class pool {
  public:
+  /// A pool with the default options: one worker per usable CPU.
   pool() : pool(pool_options{}) {}
+  /// Starts options.threads workers (none in sequential mode).
   explicit pool(pool_options options);
   ~pool();
   pool(const pool&) = delete;
@@ -91,24 +98,25 @@ class pool {
   pool(pool&&) = delete;
   pool& operator=(pool&&) = delete;
 
-  // Runs f() on the pool and forgets it. An exception it throws goes to
-  // on_error, or is rethrown by a later wait(). Throws pool_closed once the
-  // pool's destruction has begun (except from the pool's own jobs).
+  /// Runs f() on the pool and forgets it. An exception it throws goes to
+  /// on_error, or is rethrown by a later wait(). Throws pool_closed once the
+  /// pool's destruction has begun (except from the pool's own jobs).
   template <class F>
   void spawn(F&& f);
 
-  // Runs f() on the pool; the future holds its result or its exception.
+  /// Runs f() on the pool; the future holds its result or its exception.
   template <class F>
   [[nodiscard]] future<detail::call_result_t<std::decay_t<F>&>> submit(F&& f);
 
-  // spawn(f, args...) and submit(f, args...) run f(args...), binding the
-  // arguments as std::async does: f and args are decay-copied when called
-  // here and passed to f as rvalues; std::ref(x) passes x by reference.
+  /// spawn(f, args...) and submit(f, args...) run f(args...), binding the
+  /// arguments as std::async does: f and args are decay-copied when called
+  /// here and passed to f as rvalues; std::ref(x) passes x by reference.
   template <class F, class... Args>
   requires(sizeof...(Args) > 0) void spawn(F&& f, Args&&... args) {
     check_callable<F, Args...>();
     spawn(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
   }
+  /// submit(f) of f(args...), the arguments bound as spawn(f, args...) binds them.
   template <class F, class... Args>
   requires(sizeof...(Args) > 0)
       [[nodiscard]] future<detail::call_result_t<std::decay_t<F>, std::decay_t<Args>...>> submit(
@@ -117,60 +125,65 @@ class pool {
     return submit(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
   }
 
-  // Starts a run of g (weft/graph.hpp); the future is ready when every task
-  // has finished or been skipped, and rethrows the run's first exception.
-  // Throws graph_error if g is still running, is moved from, or has a cycle.
+  /// Starts a run of g (weft/graph.hpp); the future is ready when every task
+  /// has finished or been skipped, and rethrows the run's first exception.
+  /// Throws graph_error if g is still running, is moved from, or has a cycle.
   [[nodiscard]] future<void> run(graph& g);
-  // Runs g n times one after another (run_until: until pred(), called after
-  // each run on the thread that ran it, returns true; at least once), from
-  // one job of this pool that waits for each run by helping. The future is
-  // ready after the last run, or holds the first exception (the sequence
-  // stops there: a run's, graph_error if g was already running or is run
-  // elsewhere meanwhile, pred's); g.cancel() cancels the run in flight and
-  // so ends the sequence with run_cancelled. docs/graph.md.
+  /// Runs g n times one after another (run_until: until pred(), called after
+  /// each run on the thread that ran it, returns true; at least once), from
+  /// one job of this pool that waits for each run by helping. The future is
+  /// ready after the last run, or holds the first exception (the sequence
+  /// stops there: a run's, graph_error if g was already running or is run
+  /// elsewhere meanwhile, pred's); g.cancel() cancels the run in flight and
+  /// so ends the sequence with run_cancelled. docs/graph.md.
   [[nodiscard]] future<void> run_n(graph& g, std::size_t n);
+  /// Runs g until pred() returns true after a run (see run_n).
   [[nodiscard]] future<void> run_until(graph& g, std::function<bool()> pred);
 
-  // Returns when every job submitted before the call, and every job those
-  // spawned, has finished (jobs submitted meanwhile by other threads do not
-  // hold it up; docs/waiting.md); then rethrows the oldest exception a
-  // detached job left, if any. Throws usage_error when called from one of this pool's own jobs (it
-  // would wait for itself): wait on a future or a task_group there instead.
+  /// Returns when every job submitted before the call, and every job those
+  /// spawned, has finished (jobs submitted meanwhile by other threads do not
+  /// hold it up; docs/waiting.md); then rethrows the oldest exception a
+  /// detached job left, if any. Throws usage_error when called from one of this pool's own jobs (it
+  /// would wait for itself): wait on a future or a task_group there instead.
   void wait();
 
-  // wait() for at most `timeout`: true if the pool became idle (then, as
-  // wait(), it rethrows the oldest exception a detached job left), false if
-  // the time ran out first (the jobs go on). It looks at the clock at least
-  // every millisecond, and between jobs when it runs them. Same errors as
-  // wait().
+  /// wait() for at most `timeout`: true if the pool became idle (then, as
+  /// wait(), it rethrows the oldest exception a detached job left), false if
+  /// the time ran out first (the jobs go on). It looks at the clock at least
+  /// every millisecond, and between jobs when it runs them. Same errors as
+  /// wait().
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& timeout) {
     return wait_until_idle(detail::deadline_after(timeout));
   }
 
-  // Runs this pool's jobs on the calling thread until pred() holds. On a
-  // worker of another pool it runs that pool's jobs instead (and this
-  // pool's too, if this pool is sequential). A thread that is not a worker
-  // runs jobs while it holds the pool's helper slot (one thread at a time;
-  // its jobs see this_worker::index() == size()); with no job to run, or
-  // without the slot, it sleeps and re-checks pred() whenever a worker
-  // finishes a job, and at least every 64 ms (docs/waiting.md).
+  /// Runs this pool's jobs on the calling thread until pred() holds. On a
+  /// worker of another pool it runs that pool's jobs instead (and this
+  /// pool's too, if this pool is sequential). A thread that is not a worker
+  /// runs jobs while it holds the pool's helper slot (one thread at a time;
+  /// its jobs see this_worker::index() == size()); with no job to run, or
+  /// without the slot, it sleeps and re-checks pred() whenever a worker
+  /// finishes a job, and at least every 64 ms (docs/waiting.md).
   template <class P>
   void wait_until(P&& pred);
 
-  // Worker threads (0 in sequential mode).
+  /// Worker threads (0 in sequential mode).
   [[nodiscard]] std::size_t size() const noexcept { return workers_.size(); }
-  // How many distinct values this_worker::index() takes in this pool's
-  // jobs: size() + 1 (the helper slot), or 1 in sequential mode. Size
-  // per-worker state with it.
+  /// How many distinct values this_worker::index() takes in this pool's
+  /// jobs: size() + 1 (the helper slot), or 1 in sequential mode. Size
+  /// per-worker state with it.
   [[nodiscard]] std::size_t slots() const noexcept { return sequential() ? 1 : size() + 1; }
+  /// pool_options::name.
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// The pool's counters so far.
   [[nodiscard]] pool_stats stats() const;
 
-  // Batches (weft/batch.hpp): spawn(f) / submit(f) for every callable of a
-  // range, published to the workers at once with one wake-up.
+  /// Batches (weft/batch.hpp): spawn(f) / submit(f) for every callable of a
+  /// range, published to the workers at once with one wake-up.
   template <class Range>
   void spawn_all(Range&& callables);
+  /// submit() of every callable of the range: a std::vector of their
+  /// futures, in the range's order.
   template <class Range>
   [[nodiscard]] auto submit_all(Range&& callables);
 
@@ -623,8 +636,8 @@ class pool {
   std::atomic<std::size_t> unqueued_runs_{0};
 };
 
-// The pool join() uses outside any pool: created on first use with default
-// options, destroyed at exit.
+/// The pool join() uses outside any pool: created on first use with default
+/// options, destroyed at exit.
 pool& default_pool();
 
 // ---------------------------------------------------------------------------

@@ -6,17 +6,19 @@
 
 #include "detail/context.hpp"
 
+/// Which worker is running the calling code.
 namespace weft::this_worker {
 
-// Inside a job of pool p, an index below p.slots(), for per-worker state:
-// - on a worker, its index in the pool (0 .. p.size()-1);
-// - on a thread that is not a worker and runs p's jobs while it waits
-//   (wait_until, or any wait with pool_options::waiters_help), p.size():
-//   the pool's one helper slot, held by one such thread at a time;
-// - in a sequential pool's job, 0 (p.slots() is 1); such a pool runs its
-//   jobs on the threads that wait on it, so per-worker state is shared if
-//   several threads wait on one sequential pool at once.
-// Outside any job (and on a thread that only waits), empty.
+/// Inside a job of pool p, an index below p.slots(), for per-worker state:
+/// - on a worker, its index in the pool (0 .. p.size()-1);
+/// - on a thread that is not a worker and runs p's jobs while it waits
+///   (wait_until, or any wait with pool_options::waiters_help), p.size():
+///   the pool's one helper slot, held by one such thread at a time;
+/// - in a sequential pool's job, 0 (p.slots() is 1); such a pool runs its
+///   jobs on the threads that wait on it, so per-worker state is shared if
+///   several threads wait on one sequential pool at once.
+///
+/// Outside any job (and on a thread that only waits), empty.
 inline std::optional<std::size_t> index() noexcept {
   const detail::context& ctx = detail::tls;
   if (ctx.self != nullptr) return ctx.self->index;

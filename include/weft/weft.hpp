@@ -2,6 +2,17 @@
 // data-flow tasks. Including this header brings in the whole public API.
 #pragma once
 
+/// \namespace weft
+/// weft's public API: pools, futures, fork-join, task groups, task graphs,
+/// data-flow tasks and parallel algorithms, all on one work-stealing
+/// scheduler. Names in weft::detail are internal.
+
+/// \mainpage weft API reference
+/// The public headers' documentation: start at weft::pool, weft::future,
+/// weft::join, weft::task_group, weft::graph, weft::flow and the algorithms
+/// in namespace weft. README.md has the overview and examples; the design
+/// notes in docs/ are under "Related Pages".
+
 #include "algorithm.hpp"    // IWYU pragma: export
 #include "errors.hpp"       // IWYU pragma: export
 #include "flow.hpp"         // IWYU pragma: export
