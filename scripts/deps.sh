@@ -4,8 +4,9 @@
 #   scripts/deps.sh test    compiler, CMake, GoogleTest, clang-format/-tidy, graphviz,
 #                           spin (the model checker), gdb (the soak's watchdog),
 #                           OpenBLAS + LAPACKE (examples/blas/cholesky.cpp),
-#                           pkg-config (the package check) and matplotlib (the
-#                           test of bench/report/report.py)
+#                           pkg-config (the package check), doxygen (the API
+#                           reference) and matplotlib (the test of
+#                           bench/report/report.py)
 #                           (clang-tidy-16 too: clang-tidy 14 cannot parse
 #                           libstdc++ 12's <ranges> in C++20 mode)
 #   scripts/deps.sh bench   compiler, CMake, Google Benchmark, oneTBB, OpenBLAS +
@@ -22,7 +23,7 @@ usage() {
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz spin gdb pkg-config libopenblas-dev liblapacke-dev python3-matplotlib) ;;
+  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz spin gdb pkg-config doxygen libopenblas-dev liblapacke-dev python3-matplotlib) ;;
   bench) packages=(g++ cmake make libbenchmark-dev libtbb-dev libopenblas-dev liblapacke-dev libstarpu-dev pkg-config python3-matplotlib) ;;
   *) usage ;;
 esac

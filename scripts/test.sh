@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # weft's full check, the same locally and in CI:
 #   1 format check   2 release build + tests + examples   3 soak (2 minutes)
-#   4 SPIN models   5 clang-tidy   6 ThreadSanitizer   7 AddressSanitizer + UBSan
-#   8 package check (find_package, add_subdirectory, FetchContent, pkg-config)
-# SKIP_SANITIZERS=1 skips steps 6 and 7 for a quick local run; SOAK_MINUTES
+#   4 SPIN models   5 clang-tidy   6 API reference (Doxygen, warnings are errors)
+#   7 ThreadSanitizer   8 AddressSanitizer + UBSan
+#   9 package check (find_package, add_subdirectory, FetchContent, pkg-config)
+# SKIP_SANITIZERS=1 skips steps 7 and 8 for a quick local run; SOAK_MINUTES
 # sets the soak's length (default 2).
 set -euo pipefail
 
@@ -52,7 +53,7 @@ cxx_files() {
 
 bash scripts/deps.sh test
 
-section "1/8 format check (clang-format --dry-run --Werror)"
+section "1/9 format check (clang-format --dry-run --Werror)"
 mapfile -t format_files < <(cxx_files include src tests examples bench)
 if [[ ${#format_files[@]} -eq 0 ]]; then
   echo "no C++ files to check"
@@ -62,18 +63,18 @@ else
 fi
 section_done
 
-section "2/8 release: build, unit + stress tests (WEFT_STRESS_SCALE=1), examples"
+section "2/9 release: build, unit + stress tests (WEFT_STRESS_SCALE=1), examples"
 cmake --preset release
 cmake --build --preset release -j"$jobs"
 WEFT_STRESS_SCALE=1 run_ctest ctest --preset release
 section_done
 
-section "3/8 soak: mixed load for ${SOAK_MINUTES:-2} minutes (scripts/soak.sh)"
+section "3/9 soak: mixed load for ${SOAK_MINUTES:-2} minutes (scripts/soak.sh)"
 bash scripts/soak.sh --minutes "${SOAK_MINUTES:-2}" --build-dir build/release
 tests_passed=$((tests_passed + 1))
 section_done
 
-section "4/8 SPIN models of sleep/wake and idle detection (scripts/spin.sh)"
+section "4/9 SPIN models of sleep/wake and idle detection (scripts/spin.sh)"
 spin_log=$(mktemp)
 bash scripts/spin.sh 2>&1 | tee "$spin_log"
 if [[ $(tail -n1 "$spin_log") =~ ([0-9]+)\ passed ]]; then
@@ -82,7 +83,7 @@ fi
 rm -f "$spin_log"
 section_done
 
-section "5/8 clang-tidy (src/*.cpp, examples/*.cpp, examples/blas/*.cpp)"
+section "5/9 clang-tidy (src/*.cpp, examples/*.cpp, examples/blas/*.cpp)"
 shopt -s nullglob
 tidy_files=(src/*.cpp examples/*.cpp examples/blas/*.cpp)
 shopt -u nullglob
@@ -100,8 +101,13 @@ else
 fi
 section_done
 
+section "6/9 API reference: Doxygen over the public headers, any warning fails (weft_docs)"
+cmake --build --preset release --target weft_docs
+echo "API reference: build/release/docs/html/index.html"
+section_done
+
 if [[ ${SKIP_SANITIZERS:-0} == 1 ]]; then
-  section "6/8 and 7/8 sanitizers: SKIPPED (SKIP_SANITIZERS=1)"
+  section "7/9 and 8/9 sanitizers: SKIPPED (SKIP_SANITIZERS=1)"
 else
   # GCC's ThreadSanitizer cannot map its shadow memory on kernels with high
   # mmap randomisation; running without ASLR sidesteps that where allowed.
@@ -110,14 +116,14 @@ else
     no_aslr=(setarch "$(uname -m)" -R)
   fi
 
-  section "6/8 ThreadSanitizer: build, tests (WEFT_STRESS_SCALE=0.2), examples"
+  section "7/9 ThreadSanitizer: build, tests (WEFT_STRESS_SCALE=0.2), examples"
   cmake --preset tsan
   cmake --build --preset tsan -j"$jobs"
   WEFT_STRESS_SCALE=0.2 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     run_ctest "${no_aslr[@]}" ctest --preset tsan
   section_done
 
-  section "7/8 AddressSanitizer + UBSan: build, tests (WEFT_STRESS_SCALE=0.2), examples"
+  section "8/9 AddressSanitizer + UBSan: build, tests (WEFT_STRESS_SCALE=0.2), examples"
   cmake --preset asan
   cmake --build --preset asan -j"$jobs"
   WEFT_STRESS_SCALE=0.2 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -126,7 +132,7 @@ else
   section_done
 fi
 
-section "8/8 package check: install, then find_package / add_subdirectory / FetchContent / pkg-config"
+section "9/9 package check: install, then find_package / add_subdirectory / FetchContent / pkg-config"
 check_dir=$root/build/package-check
 rm -rf "$check_dir"
 cmake --install build/release --prefix "$check_dir/prefix"
