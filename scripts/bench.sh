@@ -249,6 +249,19 @@ done
 for key in "${!took[@]}"; do echo "${took[$key]} $key"; done >"$timings"
 echo "bench.sh: ran $tasks processes in $(clock $((SECONDS - started)))"
 
+# A trace of one tiled Cholesky factorisation (n = 1024, 2 workers), drawn by
+# the report as gantt.png (docs/tracing.md); one short process, not timed.
+trace=$results/trace_cholesky.json
+rm -f "$trace"
+if WEFT_TRACE=$trace WEFT_BENCH_WORKERS=$main_workers "$bin/weft_bench_weft" \
+  --benchmark_filter='^cholesky/1024/' --benchmark_min_time=0.001 --benchmark_repetitions=1 \
+  >"$results/log/trace_cholesky.txt" 2>&1 && [[ -s $trace ]]; then
+  echo "bench.sh: traced a Cholesky run into $trace"
+else
+  echo "bench.sh: the traced Cholesky run failed; see $results/log/trace_cholesky.txt" >&2
+  trace=
+fi
+
 echo
 if [[ ${#outputs[@]} -eq 0 ]]; then
   echo "bench.sh: no results" >&2
@@ -256,6 +269,7 @@ if [[ ${#outputs[@]} -eq 0 ]]; then
 fi
 report_args=(--out build/bench/report --workers "$main_workers")
 [[ -z $compare ]] || report_args+=(--compare "$compare")
+[[ -z $trace ]] || report_args+=(--trace "$trace")
 if ! "$python" bench/report/report.py "${report_args[@]}" "${outputs[@]}"; then
   status=1
 fi

@@ -3,8 +3,10 @@
 #include "weft/flow.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "weft/detail/backoff.hpp"
 #include "weft/detail/context.hpp"
 #include "weft/detail/latch.hpp"
+#include "weft/detail/trace.hpp"
 
 namespace weft {
 namespace detail {
@@ -241,6 +244,7 @@ flow_core::flow_core(pool& p, const flow_options& options)
       options_(options),
       workers_(scheduler::workers(p)),
       sequential_(scheduler::sequential(p)),
+      traced_(scheduler::traced(p)),
       objects_(std::make_unique<object_table>()) {
   if (options_.window != 0 && options_.window < 2) options_.window = 2;
   low_mark_ = options_.window / 2;
@@ -873,12 +877,23 @@ flow_node* flow_core::execute(flow_node* n, bool from_queue, bool keep_next) noe
     if (from_queue) drop_hold(n, 1);
     return nullptr;
   }
+  std::optional<task_trace> traced;
+  if (traced_) [[unlikely]] {
+    char label[24];
+    const int len = std::snprintf(label, sizeof(label), "%s #%llu",
+                                  n->combine != nullptr ? "combine" : "flow task",
+                                  static_cast<unsigned long long>(n->serial));
+    // A task is identified to the edges that release it by its address.
+    traced.emplace(std::string_view{label, static_cast<std::size_t>(std::max(len, 0))},
+                   reinterpret_cast<std::uintptr_t>(n));
+  }
   run_body(n);
   release_locks(n, n->locks.size());
   // Release pairs with the acquire loads in finished() and in wait(x)'s
   // walk: the task's effects are visible to whoever sees it done.
   n->phase.store(flow_node::done, std::memory_order_release);
-  flow_node* next = release_successors(n, keep_next);
+  flow_node* next = release_successors(n, keep_next, traced ? &*traced : nullptr);
+  traced.reset();  // the slice ends before the node can be reused
   if (latch* barrier = n->barrier) barrier->set();
   if (n->stale_entry || !n->locks.empty()) {
     // Other holders may exist: a queue entry left behind when wait(x)
@@ -893,7 +908,8 @@ flow_node* flow_core::execute(flow_node* n, bool from_queue, bool keep_next) noe
   return next;
 }
 
-flow_node* flow_core::release_successors(flow_node* n, bool keep_next) noexcept {
+flow_node* flow_core::release_successors(flow_node* n, bool keep_next,
+                                         const task_trace* t) noexcept {
   // acq_rel: acquire pairs with the producer's release CAS in link(), so
   // the slots are visible; release hands this task's effects to the
   // producer when its link() fails.
@@ -922,6 +938,7 @@ flow_node* flow_core::release_successors(flow_node* n, bool keep_next) noexcept 
     // acq_rel: release publishes this task's effects to the successor;
     // acquire, on the decrement that makes it ready, sees the others'.
     if (succ->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    if (t != nullptr) t->released(reinterpret_cast<std::uintptr_t>(succ));
     if (keep_next && next == nullptr) {
       // Runs next on this thread, never queued: nobody else can claim it.
       succ->phase.store(flow_node::running, std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -15,6 +16,8 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
+
+#include "weft/detail/trace.hpp"
 
 namespace weft {
 
@@ -378,6 +381,7 @@ run_state* graph_core::start(pool& p) {
                 std::memory_order_relaxed);
   s->owner = &p;
   pool_ = &p;
+  traced_ = p.tracer_ != nullptr;
   current_ = s;
   run_epoch_ = t.epoch;
   error_ = nullptr;
@@ -434,26 +438,46 @@ graph_node* graph_core::step(graph_node* n) noexcept {
   bool skip = n->skip.load(std::memory_order_relaxed);
   if (skip) n->skip.store(false, std::memory_order_relaxed);
   skip = skip || stopping() || !n->claim();
-  std::size_t choice = no_choice;
-  if (!skip && n->call != nullptr) {
-    try {
-      choice = n->call(n);
-    } catch (...) {
-      fail(std::current_exception());
-    }
-  }
-  return release_successors(n, skip, choice);
+  if (skip) return release_successors<false>(n, true, no_choice, nullptr);
+  if (traced_) [[unlikely]]
+    return traced_step(n);
+  return release_successors<false>(n, false, call(n), nullptr);
 }
 
-// The hand-off: counts this task off each successor, runs the first one that
-// became ready next on this thread and pushes the others for stealing. Every
-// task that is queued or running holds one unit of in_flight_; this one's
-// unit passes to the successor that runs next, and extra units are taken
-// before any other successor is pushed, so the count cannot reach zero early.
-graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t choice) noexcept {
+std::size_t graph_core::call(graph_node* n) noexcept {
+  if (n->call == nullptr) return no_choice;
+  try {
+    return n->call(n);
+  } catch (...) {
+    fail(std::current_exception());
+    return no_choice;
+  }
+}
+
+graph_node* graph_core::traced_step(graph_node* n) noexcept {
+  char label[24];
+  std::string_view name;
+  if (n->name != nullptr && !n->name->empty()) {
+    name = *n->name;
+  } else {
+    const int len = std::snprintf(label, sizeof(label), "task #%u", n->index);
+    name = std::string_view{label, static_cast<std::size_t>(std::max(len, 0))};
+  }
+  // A task is identified to the edges that release it by its address.
+  const task_trace t{name, reinterpret_cast<std::uintptr_t>(n)};
+  return release_successors<true>(n, false, call(n), &t);
+}
+
+template <bool Traced>
+graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t choice,
+                                           const task_trace* t) noexcept {
   const std::uint32_t k = n->successors.size();
   if (n->kind == node_kind::condition) {
-    if (choice < k) return n->successors[static_cast<std::uint32_t>(choice)];
+    if (choice < k) {
+      graph_node* chosen = n->successors[static_cast<std::uint32_t>(choice)];
+      if constexpr (Traced) t->released(reinterpret_cast<std::uintptr_t>(chosen));
+      return chosen;
+    }
     retire(1);
     return nullptr;
   }
@@ -477,6 +501,7 @@ graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t
     // the successor; acquire, on the decrement that makes it ready, sees
     // every other predecessor's.
     if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if constexpr (Traced) t->released(reinterpret_cast<std::uintptr_t>(s));
       --units;
       if (next == nullptr) {
         next = s;

@@ -76,6 +76,15 @@ pool::pool(pool_options options)
       name_(std::move(options.name)),
       waiters_help_(options.waiters_help),
       on_error_(std::move(options.on_error)) {
+  if (std::string path = detail::trace_path(options.trace); !path.empty()) {
+    if (options.trace_records == 0) {
+      throw usage_error(
+          "weft::pool: pool_options::trace_records is 0; a traced pool needs room for at "
+          "least one record per thread");
+    }
+    tracer_ =
+        std::make_unique<detail::tracer>(options.threads, options.trace_records, std::move(path));
+  }
   workers_.reserve(options.threads);
   for (std::size_t i = 0; i < options.threads; ++i) {
     workers_.push_back(std::make_unique<detail::worker>(i));
@@ -124,6 +133,13 @@ pool::~pool() {
   detail::wait_for_visits(this);
   sleep_.stop();
   for (auto& w : workers_) w->thread.join();
+  if (tracer_ != nullptr) {
+    try {
+      tracer_->write_file(tracer_->path(), name_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weft: pool '%s': %s\n", name_.c_str(), e.what());
+    }
+  }
 
   std::lock_guard lock{errors_mutex_};
   if (!errors_.empty()) {
@@ -392,7 +408,12 @@ detail::job* pool::steal_from_workers(detail::worker* self) {
   for (std::size_t k = 0; k < n; ++k) {
     detail::worker& victim = *workers_[(start + k) % n];
     if (&victim == self) continue;
-    if (detail::job* j = victim.deque.steal()) return j;
+    if (detail::job* j = victim.deque.steal()) {
+      if (tracer_ != nullptr && self != nullptr) [[unlikely]] {
+        tracer_->ring(self->index).instant(detail::trace_kind::steal, tracer_->now(), victim.index);
+      }
+      return j;
+    }
   }
   return nullptr;
 }
@@ -432,10 +453,18 @@ bool pool::all_queues_empty() const noexcept {
 }
 
 void pool::execute(detail::job* j) noexcept {
+  if (tracer_ != nullptr) [[unlikely]] {
+    traced_execute(j);
+    return;
+  }
   if (!sequential()) {
     j->run(j);
     return;
   }
+  run_sequential(j);
+}
+
+void pool::run_sequential(detail::job* j) noexcept {
   // A sequential pool's job runs on the waiting thread, which acts as the
   // pool's only worker meanwhile (this_worker::index() is 0, join uses it).
   detail::context& ctx = detail::tls;
@@ -447,6 +476,41 @@ void pool::execute(detail::job* j) noexcept {
   ctx.owner = saved.owner;
   ctx.self = saved.self;
   ctx.helper_index = saved.helper_index;
+}
+
+void pool::traced_execute(detail::job* j) noexcept {
+  const detail::context& ctx = detail::tls;
+  const bool own_worker = ctx.owner == this && ctx.self != nullptr;
+  detail::trace_ring* ring = nullptr;
+  try {
+    ring = &tracer_->ring(own_worker ? ctx.self->index : detail::tracer::npos);
+  } catch (...) {
+    // No memory for this thread's ring: the job runs untraced.
+  }
+  detail::trace_ring* const outer_ring = std::exchange(detail::current_trace, ring);
+  const detail::tracer* const outer_tracer = std::exchange(detail::current_tracer, tracer_.get());
+  detail::trace_record_words r;
+  r.kind = static_cast<std::uint64_t>(detail::trace_kind::slice);
+  detail::set_trace_name(r, "job");
+  r.start = tracer_->now();
+  if (sequential()) {
+    run_sequential(j);
+  } else {
+    j->run(j);
+  }
+  r.end = tracer_->now();
+  if (ring != nullptr) ring->put(r);
+  detail::current_trace = outer_ring;
+  detail::current_tracer = outer_tracer;
+}
+
+void pool::write_trace(const std::string& path) const {
+  if (tracer_ == nullptr) {
+    throw usage_error(
+        "weft::pool::write_trace: this pool records no trace; set pool_options::trace "
+        "(or the environment variable WEFT_TRACE) to a file name when creating it");
+  }
+  tracer_->write_file(path, name_);
 }
 
 template <class Done, class Block>
@@ -731,7 +795,12 @@ detail::job* pool::idle(detail::worker& w) {
       searching = true;
       continue;
     }
-    if (!sleep_.park()) return nullptr;  // woken: searching
+    const std::uint64_t parked_at = tracer_ != nullptr ? tracer_->now() : 0;
+    const bool woken = sleep_.park();
+    if (tracer_ != nullptr) [[unlikely]] {
+      tracer_->ring(w.index).span(detail::trace_kind::parked, "parked", parked_at, tracer_->now());
+    }
+    if (!woken) return nullptr;  // stopping; else woken: searching
     searching = true;
   }
 }

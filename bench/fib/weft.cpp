@@ -5,6 +5,10 @@
 //   task_group        a task_group per call, both children spawned, wait()
 //   spawn_wait_until  seed 000's shape: pool.spawn both children, then
 //                     pool.wait_until both have counted down
+//   join_traced, task_group_traced
+//                     the same on a traced pool (docs/tracing.md; the trace
+//                     goes to /dev/null when the pool is destroyed): the cost
+//                     of recording every job
 #include <atomic>
 #include <memory>
 #include <weft/weft.hpp>
@@ -53,12 +57,29 @@ std::unique_ptr<weft::pool> make_pool() {
   return std::make_unique<weft::pool>(weft::pool_options{.threads = bench::workers});
 }
 
+std::unique_ptr<weft::pool> make_traced_pool() {
+  return std::make_unique<weft::pool>(
+      weft::pool_options{.threads = bench::workers, .trace = "/dev/null"});
+}
+
 auto setup_join() {
   return [pool = make_pool()](int n) { return pool->submit([n] { return fib_join(n); }).get(); };
 }
 
 auto setup_group() {
   return [pool = make_pool()](int n) {
+    return pool->submit([&pool = *pool, n] { return fib_group(pool, n); }).get();
+  };
+}
+
+auto setup_join_traced() {
+  return [pool = make_traced_pool()](int n) {
+    return pool->submit([n] { return fib_join(n); }).get();
+  };
+}
+
+auto setup_group_traced() {
+  return [pool = make_traced_pool()](int n) {
     return pool->submit([&pool = *pool, n] { return fib_group(pool, n); }).get();
   };
 }
@@ -73,6 +94,8 @@ const int timing = bench::on_startup(bench::suite::timing, [] {
   bench::fib::add_timing("join", setup_join);
   bench::fib::add_timing("task_group", setup_group);
   bench::fib::add_timing("spawn_wait_until", setup_spawn);
+  bench::fib::add_timing("join_traced", setup_join_traced);
+  bench::fib::add_timing("task_group_traced", setup_group_traced);
 });
 const int peak_rss = bench::on_startup(bench::suite::peak_rss, [] {
   bench::fib::add_peak_rss("join", setup_join);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """weft's benchmark report: a table with the targets, charts and report.md.
 
-    report.py [--out DIR] [--workers N] [--compare OLD.json] FILE.json...
+    report.py [--out DIR] [--workers N] [--compare OLD.json] [--trace TRACE.json] FILE.json...
 
 Each FILE is what a weft_bench_<competitor> executable writes with
 --benchmark_out=FILE --benchmark_out_format=json (its context names the
@@ -27,6 +27,9 @@ charts into DIR (default build/bench/report):
   speedup_<workload>.png     speed-up over the sequential baseline against
                              the number of workers, for rows run at two or more
   idle_cpu.png, peak_memory.png
+  gantt.png                  with --trace: the schedule a traced pool wrote
+                             (docs/tracing.md), a bar per slice on each
+                             worker's line, time on x
 
 --compare OLD.json adds, per row, weft's median in OLD (a results.json or a
 Google Benchmark file), new/old and the peers' median new/old (a change that
@@ -524,6 +527,47 @@ def charts(out, by_workers, workers):
     return written
 
 
+def gantt_chart(path, trace_file):
+    """Draws a traced pool's schedule: per track, its outermost slices as
+    bars (jobs; graph and flow tasks inside them in a lighter shade), sleep
+    in grey. Returns a one-line summary, or raises ValueError."""
+    with open(trace_file, encoding="utf-8") as f:
+        doc = json.load(f)
+    events = doc.get("traceEvents")
+    if not isinstance(events, list):
+        raise ValueError(f"{trace_file}: not a trace (no traceEvents list)")
+    names = {e["tid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    slices = [e for e in events if e.get("ph") == "X"]
+    if not slices:
+        raise ValueError(f"{trace_file}: no slices")
+    origin = min(e["ts"] for e in slices)
+    tracks = sorted({e["tid"] for e in slices})
+    row = {tid: k for k, tid in enumerate(tracks)}
+    fig, ax = plt.subplots(figsize=(11, 1.0 + 0.6 * len(tracks)))
+    colours = {"sleep": "#c8c8c8", "job": "#4c72b0"}
+    for e in slices:
+        y = row[e["tid"]]
+        colour = colours["sleep"] if e.get("cat") == "sleep" else colours["job"]
+        task = e.get("cat") != "sleep" and e.get("name") != "job"
+        height = 0.5 if task else 0.8
+        ax.broken_barh([((e["ts"] - origin) / 1000.0, max(e["dur"], 0.001) / 1000.0)],
+                       (y - height / 2, height), facecolors="#dd8452" if task else colour,
+                       edgecolors="white", linewidth=0.4 if task else 0)
+    ax.set_yticks(range(len(tracks)))
+    ax.set_yticklabels([names.get(t, str(t)) for t in tracks])
+    ax.invert_yaxis()
+    ax.set_xlabel("ms since the first slice")
+    pool = doc.get("otherData", {}).get("pool", "?")
+    ax.set_title(f"Schedule of pool '{pool}': jobs (blue), graph and flow tasks (orange), "
+                 f"sleep (grey)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    dropped = doc.get("otherData", {}).get("dropped_records", 0)
+    return f"{len(slices)} slices on {len(tracks)} tracks, {dropped} records dropped"
+
+
 # ---- output ------------------------------------------------------------------
 
 def markdown(results, workers, cells, notes, compared, compare_name, written, failures):
@@ -550,6 +594,8 @@ def main():
     parser.add_argument("--out", default="build/bench/report", help="where report.md goes")
     parser.add_argument("--workers", type=int, help="the worker count of the table")
     parser.add_argument("--compare", metavar="OLD.json", help="results to compare with")
+    parser.add_argument("--trace", metavar="TRACE.json",
+                        help="a traced pool's file to draw as gantt.png")
     args = parser.parse_args()
 
     failures = []
@@ -599,6 +645,14 @@ def main():
         status = 2
     else:
         written = charts(args.out, by_workers, workers)
+        if args.trace:
+            try:
+                summary = gantt_chart(os.path.join(args.out, "gantt.png"), args.trace)
+                written.append((f"Schedule ({os.path.basename(args.trace)}: {summary})",
+                                "gantt.png"))
+            except (OSError, ValueError, KeyError) as e:  # JSONDecodeError is a ValueError
+                failures.append(f"--trace: {e}")
+                status = max(status, 1)
     report = os.path.join(args.out, "report.md")
     with open(report, "w", encoding="utf-8") as f:
         f.write(markdown(results, workers, cells, notes, compared, args.compare, written,

@@ -53,6 +53,7 @@ namespace detail {
 
 class flow_core;
 struct flow_node;
+class task_trace;  // detail/trace.hpp
 class commute_lock;
 
 // A combined object of a reduce run: one private copy per worker plus one
@@ -465,7 +466,9 @@ class flow_core {
 
   // Running.
   flow_node* execute(flow_node* n, bool from_queue, bool keep_next) noexcept;
-  flow_node* release_successors(flow_node* n, bool keep_next) noexcept;
+  // t: the task's trace, which records each successor made ready (null:
+  // the pool is not traced).
+  flow_node* release_successors(flow_node* n, bool keep_next, const task_trace* t) noexcept;
   bool take_locks(flow_node* n) noexcept;
   void release_locks(flow_node* n, std::size_t held) noexcept;
   // any_thread: the caller may be a thread the pool does not know (a
@@ -488,6 +491,7 @@ class flow_core {
   flow_options options_;
   std::size_t workers_;
   bool sequential_;
+  bool traced_;                 // the pool records a trace (docs/tracing.md)
   std::uint64_t low_mark_ = 0;  // the window's: a blocked producer resumes at it
 
   // The unfinished count (low bits) and the blocked producer's wish (top

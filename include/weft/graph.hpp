@@ -57,6 +57,7 @@ namespace detail {
 
 class graph_core;
 struct graph_node;
+class task_trace;  // detail/trace.hpp
 
 // A task's successors: two inline slots (chains and trees need no more),
 // then a heap array that doubles. Only the graph's builder appends; runs
@@ -383,7 +384,14 @@ class graph_core {
 
   static void run_node(job* j) noexcept;
   graph_node* step(graph_node* n) noexcept;
-  graph_node* release_successors(graph_node* n, bool skip, std::size_t choice) noexcept;
+  // step()'s second half when the pool is traced: the task's slice and the
+  // edges it releases go to the trace (docs/tracing.md).
+  graph_node* traced_step(graph_node* n) noexcept;
+  std::size_t call(graph_node* n) noexcept;
+  // Traced: each successor made ready is recorded as an edge of `t`.
+  template <bool Traced>
+  graph_node* release_successors(graph_node* n, bool skip, std::size_t choice,
+                                 const task_trace* t) noexcept;
   // Queues ready tasks for stealing (push_many), or runs them here if the
   // queue cannot grow.
   void publish(job* const* ready, std::size_t n) noexcept;
@@ -401,6 +409,7 @@ class graph_core {
   pool* pool_ = nullptr;
   run_state* current_ = nullptr;
   unsigned run_epoch_ = 0;  // the run's epoch parity in pool_ (pool::wait)
+  bool traced_ = false;     // pool_ records a trace (docs/tracing.md)
   // The run graph::cancel() may reach: set by start() once the run is set
   // up, cleared by finish_run() before the state can be reused. Guarded by
   // cancel_mutex_, so that cancel() from any thread at any time finds either

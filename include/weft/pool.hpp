@@ -28,6 +28,7 @@
 #include "detail/lane.hpp"
 #include "detail/latch.hpp"
 #include "detail/sleep.hpp"
+#include "detail/trace.hpp"
 #include "errors.hpp"
 #include "future.hpp"
 
@@ -56,6 +57,15 @@ struct pool_options {
   /// this_worker::index() == size(). Off by default: then only
   /// pool::wait_until runs jobs on a thread that is not a worker.
   bool waiters_help = false;
+  /// Records what every worker does into a per-thread ring in memory and
+  /// writes it to this file, as Chrome trace event JSON that Perfetto and
+  /// chrome://tracing open, when the pool is destroyed (docs/tracing.md).
+  /// Empty: the environment variable WEFT_TRACE names the file instead;
+  /// neither: no trace.
+  std::string trace = {};
+  /// Records each thread's ring keeps (64 bytes each); when a ring is full
+  /// the oldest go, and the file says how many.
+  std::size_t trace_records = 65536;
 };
 
 /// A pool's counters, as pool::stats() reads them.
@@ -177,6 +187,14 @@ class pool {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   /// The pool's counters so far.
   [[nodiscard]] pool_stats stats() const;
+
+  /// Writes the trace recorded so far to `path` (docs/tracing.md); the pool
+  /// goes on recording. Throws usage_error when the pool records no trace
+  /// (pool_options::trace and WEFT_TRACE both empty), std::system_error when
+  /// the file cannot be written.
+  void write_trace(const std::string& path) const;
+  /// Whether the pool records a trace.
+  [[nodiscard]] bool traced() const noexcept { return tracer_ != nullptr; }
 
   /// Batches (weft/batch.hpp): spawn(f) / submit(f) for every callable of a
   /// range, published to the workers at once with one wake-up.
@@ -479,6 +497,11 @@ class pool {
   // Idle search: whether the only work is in lanes still being filled.
   bool lanes_filling(std::int64_t& last_pushed) const noexcept;
   void execute(detail::job* j) noexcept;
+  // execute() when the pool is traced: the job's slice goes to this
+  // thread's ring.
+  void traced_execute(detail::job* j) noexcept;
+  // A sequential pool's job, run on the waiting thread.
+  void run_sequential(detail::job* j) noexcept;
 
   // Runs jobs on this thread until done() holds; the one loop under every
   // wait. Nests at most detail::max_help_depth deep, then hands off.
@@ -578,6 +601,9 @@ class pool {
   const std::uint64_t id_;  // unique over the process's lifetime
   std::string name_;
   const bool waiters_help_;  // pool_options::waiters_help
+  // Null unless the pool is traced (docs/tracing.md); made before the
+  // workers start, destroyed after they stop.
+  std::unique_ptr<detail::tracer> tracer_;
   std::function<void(std::exception_ptr)> on_error_;
   std::vector<std::unique_ptr<detail::worker>> workers_;
 

@@ -170,6 +170,22 @@ class Report(unittest.TestCase):
         with open(os.path.join(self.out.name, "results.json"), encoding="utf-8") as f:
             self.assertEqual(json.load(f)["runs"], RECORDED)
 
+    def test_gantt(self):
+        # trace.json: what examples/trace_graph.cpp wrote (docs/tracing.md).
+        with tempfile.TemporaryDirectory() as out:
+            result = run_report(out, RECORDED, "--trace", os.path.join(HERE, "trace.json"))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(out, "gantt.png"), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            with open(os.path.join(out, "report.md"), encoding="utf-8") as f:
+                report = f.read()
+            self.assertIn("](gantt.png)", report)
+            self.assertIn("79 slices on 2 tracks, 0 records dropped", report)
+            # Not a trace: the report says so and fails.
+            result = run_report(out, RECORDED, "--trace", REPORT)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("--trace:", result.stdout)
+
     def test_failed_check(self):
         docs = copy.deepcopy(RECORDED)
         run = next(run for doc in docs if doc["context"]["competitor"] == "weft"

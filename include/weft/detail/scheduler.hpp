@@ -58,6 +58,9 @@ struct scheduler {
 
   [[nodiscard]] static bool sequential(const pool& p) noexcept { return p.sequential(); }
   [[nodiscard]] static std::size_t workers(const pool& p) noexcept { return p.size(); }
+  // Whether p records a trace: then the front end adds its tasks' slices and
+  // edges to current_trace (detail/trace.hpp, docs/tracing.md).
+  [[nodiscard]] static bool traced(const pool& p) noexcept { return p.traced(); }
   // Whether the calling thread is one of p's workers.
   [[nodiscard]] static bool on_worker_of(const pool& p) noexcept {
     return tls.owner == &p && tls.self != nullptr;
