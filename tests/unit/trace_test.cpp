@@ -133,6 +133,36 @@ TEST(trace, a_full_ring_keeps_its_newest_records_and_counts_the_rest) {
   std::remove(path.c_str());
 }
 
+TEST(trace, write_trace_reads_the_rings_while_they_are_written) {
+  // Small rings that wrap many times while another thread copies them:
+  // every copy is a well-formed file (torn records are dropped, never
+  // written), and ThreadSanitizer sees no race.
+  const std::string path = temp_path("racing");
+  weft::pool pool{{.threads = 2, .trace = path, .trace_records = 64}};
+  std::atomic<bool> stop{false};
+  weft::task_group tg{pool};
+  for (int w = 0; w < 2; ++w) {
+    tg.spawn([&pool, &stop] {
+      // Acquire: pairs with the release store below (only the stop matters).
+      while (!stop.load(std::memory_order_acquire)) {
+        weft::task_group inner{pool};
+        for (int i = 0; i < 16; ++i) inner.spawn([] {});
+        inner.wait();
+      }
+    });
+  }
+  for (std::size_t round = 0; round < weft::test::scaled(50, 5); ++round) {
+    pool.write_trace(path);
+    const std::string text = read_file(path);
+    ASSERT_EQ(text.rfind("\n]}\n"), text.size() - 4) << "round " << round;
+    EXPECT_LE(count(text, "\"ph\":\"X\"") + count(text, "\"ph\":\"i\""), 4U * 64U);
+  }
+  // Release: pairs with the acquire loads in the jobs.
+  stop.store(true, std::memory_order_release);
+  tg.wait();
+  std::remove(path.c_str());
+}
+
 TEST(trace, idle_workers_record_their_sleep) {
   const std::string path = temp_path("sleep");
   {
