@@ -893,6 +893,12 @@ flow_node* flow_core::execute(flow_node* n, bool from_queue, bool keep_next) noe
   // walk: the task's effects are visible to whoever sees it done.
   n->phase.store(flow_node::done, std::memory_order_release);
   flow_node* next = release_successors(n, keep_next, traced ? &*traced : nullptr);
+  if (traced && traced->active()) {
+    // Named now rather than at the start: the producer names a task after
+    // emplace() returned it, often while it already runs.
+    const std::string name = take_trace_name(n->serial);
+    if (!name.empty()) traced->rename(name);
+  }
   traced.reset();  // the slice ends before the node can be reused
   if (latch* barrier = n->barrier) barrier->set();
   if (n->stale_entry || !n->locks.empty()) {
@@ -1008,10 +1014,21 @@ void flow_core::close_all_reductions() {
   });
 }
 
+std::string flow_core::take_trace_name(std::uint64_t serial) {
+  std::lock_guard lock{trace_names_mutex_};
+  auto node = trace_names_.extract(serial);
+  return node.empty() ? std::string{} : std::move(node.mapped());
+}
+
 void flow_core::wait() {
   enter_producer();
   const producer_scope scope{*this};
   drain();
+  if (traced_) {
+    // Names that came after their task's slice ended: nobody takes them.
+    std::lock_guard lock{trace_names_mutex_};
+    trace_names_.clear();
+  }
   rethrow_and_reset();
 }
 
@@ -1239,6 +1256,14 @@ flow_core::record* flow_core::start_record(flow_node* n, const char* kind) {
 }
 
 void flow_core::set_name(flow_node* n, std::uint32_t generation, std::string_view name) {
+  // The producer's own fields (generation, serial): no other thread writes them.
+  if (traced_ && n->generation == generation &&
+      // Acquire pairs with the release store of `done` in execute(): a
+      // finished task's slice is written already.
+      n->phase.load(std::memory_order_acquire) != flow_node::done) {
+    std::lock_guard lock{trace_names_mutex_};
+    trace_names_.insert_or_assign(n->serial, std::string{name});
+  }
   if (!options_.keep_graph || n->generation != generation) return;
   const std::uint64_t serial = n->serial;
   // The newest first: a handle is usually named right after emplace.

@@ -544,23 +544,37 @@ def gantt_chart(path, trace_file):
     origin = min(e["ts"] for e in slices)
     tracks = sorted({e["tid"] for e in slices})
     row = {tid: k for k, tid in enumerate(tracks)}
-    fig, ax = plt.subplots(figsize=(11, 1.0 + 0.6 * len(tracks)))
-    colours = {"sleep": "#c8c8c8", "job": "#4c72b0"}
+    fig, ax = plt.subplots(figsize=(11, 1.4 + 0.6 * len(tracks)))
+    # Tasks coloured by the first word of their name (potrf, gemm; fill,
+    # square) when there are few such words, else all alike.
+    kinds = sorted({e["name"].split(" ")[0] for e in slices
+                    if e.get("cat") != "sleep" and e.get("name") != "job"})
+    palette = plt.get_cmap("tab10")
+    task_colour = {k: palette(i) for i, k in enumerate(kinds)} if len(kinds) <= 10 else {}
     for e in slices:
         y = row[e["tid"]]
-        colour = colours["sleep"] if e.get("cat") == "sleep" else colours["job"]
         task = e.get("cat") != "sleep" and e.get("name") != "job"
+        if task:
+            colour = task_colour.get(e["name"].split(" ")[0], "#dd8452")
+        else:
+            colour = "#c8c8c8" if e.get("cat") == "sleep" else "#3b3b58"
         height = 0.5 if task else 0.8
         ax.broken_barh([((e["ts"] - origin) / 1000.0, max(e["dur"], 0.001) / 1000.0)],
-                       (y - height / 2, height), facecolors="#dd8452" if task else colour,
-                       edgecolors="white", linewidth=0.4 if task else 0)
+                       (y - height / 2, height), facecolors=colour,
+                       edgecolors="white", linewidth=0.3 if task else 0)
+    if task_colour:
+        from matplotlib.patches import Patch
+        handles = [Patch(color=c, label=k) for k, c in task_colour.items()]
+        handles += [Patch(color="#3b3b58", label="job"), Patch(color="#c8c8c8", label="parked")]
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.1 / len(tracks)),
+                  ncol=min(len(handles), 8), fontsize=8, frameon=False)
     ax.set_yticks(range(len(tracks)))
     ax.set_yticklabels([names.get(t, str(t)) for t in tracks])
     ax.invert_yaxis()
     ax.set_xlabel("ms since the first slice")
     pool = doc.get("otherData", {}).get("pool", "?")
-    ax.set_title(f"Schedule of pool '{pool}': jobs (blue), graph and flow tasks (orange), "
-                 f"sleep (grey)", fontsize=10)
+    ax.set_title(f"Schedule of pool '{pool}': each worker's jobs, the graph and flow tasks "
+                 f"inside them, and its sleep", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -16,9 +16,11 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -526,6 +528,11 @@ class flow_core {
   std::vector<flow_node*> sequential_queue_;  // sequential pools: program order
   std::atomic<std::size_t> sequential_size_{0};
   std::vector<std::unique_ptr<record>> records_;  // keep_graph
+  // Traced pools: names given to tasks not yet finished, by serial, until
+  // the task's slice ends (or the flow's next wait()); docs/tracing.md.
+  std::mutex trace_names_mutex_;
+  std::unordered_map<std::uint64_t, std::string> trace_names_;
+  std::string take_trace_name(std::uint64_t serial);
 };
 
 }  // namespace detail
@@ -536,7 +543,9 @@ class flow_core {
 class flow_task {
  public:
   flow_task() noexcept = default;
-  /// Names the task in dump() output (kept only with flow_options::keep_graph).
+  /// Names the task in dump() output (kept only with flow_options::keep_graph)
+  /// and, on a traced pool, in the trace if the task has not finished yet
+  /// (docs/tracing.md).
   flow_task name(std::string_view name) const;
   /// True for a default-constructed handle.
   [[nodiscard]] bool empty() const noexcept { return node_ == nullptr; }

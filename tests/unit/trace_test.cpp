@@ -88,21 +88,36 @@ TEST_P(trace_at, graph_and_flow_tasks_appear_with_their_names_and_edges) {
 
     weft::flow f{pool};
     int x = 0;
-    f.emplace([](int& v) { v = 1; }, weft::write(x));
+    std::atomic<bool> named{false};
+    // The first task waits until both are named: a name given after its
+    // task finished is not in the trace.
+    f.emplace(
+         [&named](int& v) {
+           // Acquire: pairs with the release store below.
+           while (!named.load(std::memory_order_acquire)) std::this_thread::yield();
+           v = 1;
+         },
+         weft::write(x))
+        .name("flow first");
+    f.emplace([](int& v) { v += 1; }, weft::write(x)).name("flow second");
     f.emplace([](int& v) { v += 1; }, weft::write(x));
+    // Release: pairs with the acquire load in the first task.
+    named.store(true, std::memory_order_release);
     f.wait();
-    EXPECT_EQ(x, 2);
+    EXPECT_EQ(x, 3);
     pool.write_trace(path);
   }
   const std::string text = read_file(path);
   EXPECT_EQ(count(text, "\"name\":\"first task\""), static_cast<std::size_t>(runs));
   EXPECT_EQ(count(text, "\"name\":\"second task\""), static_cast<std::size_t>(runs));
   EXPECT_EQ(count(text, "\"name\":\"task #2\""), static_cast<std::size_t>(runs));
-  EXPECT_EQ(count(text, "\"name\":\"flow task #"), 2U);
-  // Each graph run has two edges that make a task ready, the flow one: an
+  EXPECT_EQ(count(text, "\"name\":\"flow first\""), 1U);
+  EXPECT_EQ(count(text, "\"name\":\"flow second\""), 1U);
+  EXPECT_EQ(count(text, "\"name\":\"flow task #"), 1U);
+  // Each graph run has two edges that make a task ready, the flow two: an
   // arrow has a start and an end.
   const std::size_t arrows = count(text, "\"ph\":\"s\"");
-  EXPECT_GE(arrows, static_cast<std::size_t>(2 * runs + 1));
+  EXPECT_GE(arrows, static_cast<std::size_t>(2 * runs + 2));
   EXPECT_EQ(count(text, "\"ph\":\"f\""), arrows);
   std::remove(path.c_str());
 }

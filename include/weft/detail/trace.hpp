@@ -204,6 +204,11 @@ class task_trace {
     record_.end = tracer_->now();
     ring_->put(record_);
   }
+  // Renames the slice (before it ends).
+  void rename(std::string_view name) noexcept {
+    if (ring_ != nullptr) set_trace_name(record_, name);
+  }
+  [[nodiscard]] bool active() const noexcept { return ring_ != nullptr; }
   // The task made the task `id` ready.
   void released(std::uint64_t id) const noexcept {
     if (ring_ == nullptr) return;
