@@ -249,12 +249,13 @@ done
 for key in "${!took[@]}"; do echo "${took[$key]} $key"; done >"$timings"
 echo "bench.sh: ran $tasks processes in $(clock $((SECONDS - started)))"
 
-# A trace of one tiled Cholesky factorisation (n = 1024, 2 workers), drawn by
-# the report as gantt.png (docs/tracing.md); one short process, not timed.
+# A trace of tiled Cholesky factorisations (n = 2048, 2 workers), drawn by
+# the report as gantt.png (docs/tracing.md); one short process, not timed
+# (the rings keep the last 65,536 records per worker).
 trace=$results/trace_cholesky.json
 rm -f "$trace"
 if WEFT_TRACE=$trace WEFT_BENCH_WORKERS=$main_workers "$bin/weft_bench_weft" \
-  --benchmark_filter='^cholesky/1024/' --benchmark_min_time=0.001 --benchmark_repetitions=1 \
+  --benchmark_filter='^cholesky/2048/' --benchmark_repetitions=1 \
   >"$results/log/trace_cholesky.txt" 2>&1 && [[ -s $trace ]]; then
   echo "bench.sh: traced a Cholesky run into $trace"
 else

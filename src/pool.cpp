@@ -63,6 +63,13 @@ void report_unretrieved(const std::exception_ptr& error) noexcept {
 
 namespace {
 
+// steady_clock in nanoseconds (worker idle time, stats()).
+std::uint64_t steady_ns() noexcept {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
 std::uint64_t next_pool_id() noexcept {
   static std::atomic<std::uint64_t> last{0};
   // Relaxed: only uniqueness matters.
@@ -342,13 +349,17 @@ std::size_t pool::push_many(detail::job* const* jobs, std::size_t n) noexcept {
 }
 
 detail::job* pool::find_work(detail::worker* self) {
-  if (self != nullptr) {
-    if (detail::job* j = self->deque.pop()) return j;
+  if (self == nullptr) return find_elsewhere(nullptr);
+  detail::job* j = self->deque.pop();
+  if (j == nullptr) {
     // Going to look elsewhere is a good moment to hand our counts to a
     // waiter: a feeder's long jobs each come from elsewhere.
     if (flush_requested()) hand_over_counts(*self);
+    j = find_elsewhere(self);
+    if (j == nullptr) return nullptr;
   }
-  return find_elsewhere(self);
+  detail::worker::bump(self->counts.jobs);
+  return j;
 }
 
 detail::job* pool::find_elsewhere(detail::worker* self) {
@@ -408,7 +419,9 @@ detail::job* pool::steal_from_workers(detail::worker* self) {
   for (std::size_t k = 0; k < n; ++k) {
     detail::worker& victim = *workers_[(start + k) % n];
     if (&victim == self) continue;
+    if (self != nullptr) detail::worker::bump(self->counts.steal_attempts);
     if (detail::job* j = victim.deque.steal()) {
+      if (self != nullptr) detail::worker::bump(self->counts.steals);
       if (tracer_ != nullptr && self != nullptr) [[unlikely]] {
         tracer_->ring(self->index).instant(detail::trace_kind::steal, tracer_->now(), victim.index);
       }
@@ -722,7 +735,67 @@ pool_stats pool::stats() const {
   s.handoffs = handoffs_.load(std::memory_order_relaxed);
   s.handoff_failures = handoff_failures_.load(std::memory_order_relaxed);
   s.unqueued_runs = unqueued_runs_.load(std::memory_order_relaxed);
+  std::lock_guard lock{stats_mutex_};
+  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now() - stats_since_);
+  s.per_worker.reserve(workers_.size());
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    worker_stats ws = read_counters(*workers_[i]);
+    if (i < stats_base_.size()) {
+      const worker_stats& base = stats_base_[i];
+      ws.jobs -= base.jobs;
+      ws.steals -= base.steals;
+      ws.steal_attempts -= base.steal_attempts;
+      ws.parks -= base.parks;
+      ws.wakeups -= base.wakeups;
+      ws.idle -= base.idle;
+    }
+    // A worker parked right now has not added its current sleep yet.
+    ws.idle = std::min(std::max(ws.idle, std::chrono::nanoseconds{0}), elapsed);
+    ws.busy = elapsed - ws.idle;
+    s.total += ws;
+    s.per_worker.push_back(ws);
+  }
   return s;
+}
+
+worker_stats pool::read_counters(const detail::worker& w) noexcept {
+  // Relaxed: counters, read as some recent value of each.
+  worker_stats ws;
+  // The idle period in progress, if any (stats() keeps the sum within the
+  // elapsed time should the period end between these loads).
+  const std::uint64_t since = w.counts.idle_since.load(std::memory_order_relaxed);
+  std::uint64_t current = 0;
+  if (since != 0) {
+    const std::uint64_t now = steady_ns();
+    current = now > since - 1 ? now - (since - 1) : 0;
+  }
+  ws.jobs = w.counts.jobs.load(std::memory_order_relaxed);
+  ws.steals = w.counts.steals.load(std::memory_order_relaxed);
+  ws.steal_attempts = w.counts.steal_attempts.load(std::memory_order_relaxed);
+  ws.parks = w.counts.parks.load(std::memory_order_relaxed);
+  ws.wakeups = w.counts.wakeups.load(std::memory_order_relaxed);
+  ws.idle = std::chrono::nanoseconds{
+      static_cast<std::int64_t>(w.counts.idle_ns.load(std::memory_order_relaxed) + current)};
+  return ws;
+}
+
+void pool::reset_stats() {
+  std::lock_guard lock{stats_mutex_};
+  stats_base_.clear();
+  for (const auto& w : workers_) stats_base_.push_back(read_counters(*w));
+  stats_since_ = std::chrono::steady_clock::now();
+}
+
+worker_stats& worker_stats::operator+=(const worker_stats& o) noexcept {
+  jobs += o.jobs;
+  steals += o.steals;
+  steal_attempts += o.steal_attempts;
+  parks += o.parks;
+  wakeups += o.wakeups;
+  busy += o.busy;
+  idle += o.idle;
+  return *this;
 }
 
 void pool::worker_main(detail::worker& w) {
@@ -732,7 +805,12 @@ void pool::worker_main(detail::worker& w) {
     detail::job* j = find_work(&w);
     if (j == nullptr) {
       flush(w);
+      const std::uint64_t idle_from = steady_ns();
+      // Relaxed: a counter (stats()).
+      w.counts.idle_since.store(idle_from + 1, std::memory_order_relaxed);
       j = idle(w);
+      detail::worker::bump(w.counts.idle_ns, steady_ns() - idle_from);
+      w.counts.idle_since.store(0, std::memory_order_relaxed);
     }
     if (j == nullptr) return;  // the pool is stopping
     execute(j);
@@ -796,7 +874,9 @@ detail::job* pool::idle(detail::worker& w) {
       continue;
     }
     const std::uint64_t parked_at = tracer_ != nullptr ? tracer_->now() : 0;
+    detail::worker::bump(w.counts.parks);
     const bool woken = sleep_.park();
+    if (woken) detail::worker::bump(w.counts.wakeups);
     if (tracer_ != nullptr) [[unlikely]] {
       tracer_->ring(w.index).span(detail::trace_kind::parked, "parked", parked_at, tracer_->now());
     }

@@ -125,6 +125,7 @@ auto join_access::run(pool& p, F& f, G& g) {
         p.help_until(stolen_done);
         break;
       }
+      detail::worker::bump(self->counts.jobs);
       p.execute(j);
     }
   } else {

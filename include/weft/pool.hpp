@@ -68,6 +68,21 @@ struct pool_options {
   std::size_t trace_records = 65536;
 };
 
+/// One worker's counters in pool_stats, since the pool was made or since
+/// pool::reset_stats(). Each worker counts its own, without a shared atomic.
+struct worker_stats {
+  std::uint64_t jobs = 0;            ///< jobs it took from a queue and ran (its own deque included)
+  std::uint64_t steals = 0;          ///< jobs it took from other workers' deques
+  std::uint64_t steal_attempts = 0;  ///< other workers' deques it looked into
+  std::uint64_t parks = 0;           ///< times it went to sleep
+  std::uint64_t wakeups = 0;         ///< times it was woken for work
+  std::chrono::nanoseconds busy{0};  ///< time not idle
+  /// Time looking for work (spinning briefly) or asleep, between jobs.
+  std::chrono::nanoseconds idle{0};
+  /// Adds another worker's counters (pool_stats::total).
+  worker_stats& operator+=(const worker_stats& o) noexcept;
+};
+
 /// A pool's counters, as pool::stats() reads them.
 struct pool_stats {
   std::size_t workers = 0;    ///< worker threads (0 in sequential mode)
@@ -78,7 +93,9 @@ struct pool_stats {
   /// Graph tasks that could not be queued (a queue could not grow for lack
   /// of memory) and ran on the thread that made them ready instead.
   std::size_t unqueued_runs = 0;
-  std::size_t lanes = 0;  ///< submission lanes made for outside threads so far
+  std::size_t lanes = 0;                 ///< submission lanes made for outside threads so far
+  std::vector<worker_stats> per_worker;  ///< by worker index (empty in sequential mode)
+  worker_stats total;                    ///< the sum of per_worker
 };
 
 class task_group;
@@ -187,6 +204,10 @@ class pool {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   /// The pool's counters so far.
   [[nodiscard]] pool_stats stats() const;
+  /// Starts the per-worker counters of stats() (worker_stats) afresh; the
+  /// pool-wide ones (job_slots, handoffs, lanes, ...) are not reset. Any
+  /// thread, at any time.
+  void reset_stats();
 
   /// Writes the trace recorded so far to `path` (docs/tracing.md); the pool
   /// goes on recording. Throws usage_error when the pool records no trace
@@ -500,6 +521,8 @@ class pool {
   // execute() when the pool is traced: the job's slice goes to this
   // thread's ring.
   void traced_execute(detail::job* j) noexcept;
+  // A worker's counters as they are now (pool::stats()).
+  static worker_stats read_counters(const detail::worker& w) noexcept;
   // A sequential pool's job, run on the waiting thread.
   void run_sequential(detail::job* j) noexcept;
 
@@ -601,6 +624,11 @@ class pool {
   const std::uint64_t id_;  // unique over the process's lifetime
   std::string name_;
   const bool waiters_help_;  // pool_options::waiters_help
+  // What reset_stats() last read of each worker's counters, and when;
+  // stats() reports the difference. Guarded by stats_mutex_.
+  mutable std::mutex stats_mutex_;
+  std::vector<worker_stats> stats_base_;
+  std::chrono::steady_clock::time_point stats_since_ = std::chrono::steady_clock::now();
   // Null unless the pool is traced (docs/tracing.md); made before the
   // workers start, destroyed after they stop.
   std::unique_ptr<detail::tracer> tracer_;

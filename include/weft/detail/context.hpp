@@ -2,6 +2,7 @@
 // a sequential pool's jobs, or nobody in particular.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
@@ -74,6 +75,23 @@ struct alignas(cache_line) worker {
   std::size_t remote_count = 0;
   std::uint64_t remote_finished[2] = {0, 0};
   std::uint32_t jobs_since_flush = 0;  // owner only: see pool::flush_now_and_then()
+
+  // pool::stats(): written by the owner only, read by anyone. One writer, so
+  // a relaxed load and store (plain moves on x86) count without a locked
+  // instruction; a reader sees some recent value.
+  struct counters {
+    std::atomic<std::uint64_t> jobs{0};            // jobs taken from a queue and run
+    std::atomic<std::uint64_t> steals{0};          // jobs taken from another worker's deque
+    std::atomic<std::uint64_t> steal_attempts{0};  // other workers' deques looked into
+    std::atomic<std::uint64_t> parks{0};           // went to sleep
+    std::atomic<std::uint64_t> wakeups{0};         // woken for work
+    std::atomic<std::uint64_t> idle_ns{0};         // time in pool::idle(): searching or asleep
+    // When the current idle period began (steady_clock ns + 1; 0: busy).
+    std::atomic<std::uint64_t> idle_since{0};
+  } counts;
+  static void bump(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
   std::thread thread;  // written by the pool's constructor, joined by its destructor
 };
 
