@@ -125,6 +125,10 @@ pool::~pool() {
   // seq_cst pairs with the seq_cst load in check_open(): a submitter either
   // sees the pool closing, or its job is seen by quiescent() below.
   closing_.store(true, std::memory_order_seq_cst);
+  // Timers that have not fired never will (docs/control.md, "Timers"): stop
+  // the timer thread before the drain. Acquire pairs with the release CAS
+  // that published the service (src/timer.cpp).
+  detail::stop_timers(timers_.load(std::memory_order_acquire), false);
   auto drained = [this] { return quiescent(); };
   wait_on(drained, [&] { block_until(drained); });
   // Every job has finished. Submitters that are not workers may still be
@@ -138,6 +142,10 @@ pool::~pool() {
   // And threads that waited on our jobs' futures may still be leaving the
   // wait (visit_scope).
   detail::wait_for_visits(this);
+  // Nobody can make a timer any more: a service made during the drain (by
+  // one of our jobs, or a submitter that got in just before closing_) is
+  // stopped too, and the pool lets go of it. Acquire: as above.
+  detail::stop_timers(timers_.load(std::memory_order_acquire), true);
   sleep_.stop();
   for (auto& w : workers_) w->thread.join();
   if (tracer_ != nullptr) {

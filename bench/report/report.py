@@ -66,7 +66,8 @@ METRICS = [("median_ns", "ns"), ("ns_per_task", "ns"), ("cpu_ms", "cpu_ms"),
            ("peak_rss_mib", "mib")]
 # Counters shown in a row of their own, "<row> (<label>)", below their row.
 EXTRA_ROWS = [("cpu_ns_per_task", "cpu/task", "cpu_ns"),
-              ("idle_cpu_ms_per_s", "idle cpu", "cpu_ms_per_s")]
+              ("idle_cpu_ms_per_s", "idle cpu", "cpu_ms_per_s"),
+              ("p99_ns", "p99", "ns")]
 # (competitor, variant) -> the column it is shown in: a peer of its own
 # rather than one more way of doing what its competitor does.
 OWN_COLUMNS = {("seq", "lapacke"): "lapacke"}  # cholesky: LAPACKE_dpotrf, OpenBLAS threads
@@ -98,9 +99,11 @@ class Target:
     unit: str = ""
 
     def text(self):
+        # Whole limits in full (1000000, not 1e+06).
+        limit = str(int(self.limit)) if float(self.limit).is_integer() else f"{self.limit:g}"
         if self.ref:
-            return f"<= {self.limit:g}x {self.ref.text()}"
-        return f"<= {self.limit:g} {self.unit}"
+            return f"<= {limit}x {self.ref.text()}"
+        return f"<= {limit} {self.unit}"
 
 
 # The issues' performance targets for weft with 2 workers on 2 cores.
@@ -129,6 +132,11 @@ TARGETS = [
     # Issue 9: batches of 1,000 at most half the time of one by one.
     Target("batches/1000000_by_1000", "spawn_all", 0.5,
            Ref("weft", "spawn", row="batches/1000000_by_1")),
+    # Issue 10: timer lateness on an idle pool, and CPU per idle second with
+    # a timer pending an hour away.
+    Target("timers/1ms", "spawn_after", 100_000, unit="ns"),
+    Target("timers/1ms (p99)", "spawn_after", 1_000_000, unit="ns"),
+    Target("timers/1h_pending", "spawn_after", 1.0, unit="ms cpu"),
 ]
 
 NOTES = """\
@@ -138,7 +146,10 @@ whole process. cholesky: one factorisation (lapacke: LAPACKE_dpotrf on the
 whole matrix, OpenBLAS on as many threads as workers). flow_emplace, flow_gap:
 time per task; flow_overhead: (measured - ideal) / tasks, and process CPU per
 task; flow_latency: median emplace-to-start, and the CPU idle workers burn per
-second. weft/<peer> below 1 means weft used less."""
+second. timers/1ms: median lateness of a 1 ms timer on an idle pool (and its
+p99 row); timers/1h_pending: CPU of the whole process in 1 s with a timer an
+hour away (seq: a plain thread in condition_variable::wait_until, the floor;
+oneTBB and OpenMP have no timers). weft/<peer> below 1 means weft used less."""
 
 # ---- reading -----------------------------------------------------------------
 

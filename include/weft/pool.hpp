@@ -100,10 +100,16 @@ struct pool_stats {
 
 class task_group;
 class graph;
+class timer;  // weft/timer.hpp
 
 namespace detail {
 struct join_access;
 struct scheduler;
+class timer_service;  // src/timer.cpp
+// src/timer.cpp: stops the pool's timer service s, if any (its pending
+// timers are cancelled, its thread joined); with `release`, also drops the
+// pool's reference to it. Called by the pool's destructor only.
+void stop_timers(timer_service* s, bool release) noexcept;
 class graph_core;
 template <class R, class F>
 struct future_job;
@@ -225,6 +231,23 @@ class pool {
   /// futures, in the range's order.
   template <class Range>
   [[nodiscard]] auto submit_all(Range&& callables);
+
+  // Timers (weft/timer.hpp, docs/control.md "Timers"): run f() on the pool
+  // once `delay` has passed, once `when` has come (any clock), or every
+  // `period` (the first time one period from now). f may take a
+  // weft::timer& instead: its own timer. The returned handle can cancel
+  // it; dropping it does not. Nothing spins while a timer waits: one timer
+  // thread per pool, started by the first timer, sleeps until the earliest
+  // deadline. Its job is an ordinary job once it fires: pool.wait() waits
+  // for the timers that have fired, not for those still waiting. Throws
+  // pool_closed as spawn does; spawn_every throws usage_error unless
+  // period > 0.
+  template <class Rep, class Period, class F>
+  timer spawn_after(const std::chrono::duration<Rep, Period>& delay, F&& f);
+  template <class Clock, class Duration, class F>
+  timer spawn_at(const std::chrono::time_point<Clock, Duration>& when, F&& f);
+  template <class Rep, class Period, class F>
+  timer spawn_every(const std::chrono::duration<Rep, Period>& period, F&& f);
 
  private:
   friend struct detail::continuation_access;
@@ -688,6 +711,10 @@ class pool {
   std::atomic<std::size_t> handoffs_{0};
   std::atomic<std::size_t> handoff_failures_{0};
   std::atomic<std::size_t> unqueued_runs_{0};
+
+  // The timer service (src/timer.cpp), made by the first timer; stopped and
+  // released by the destructor (detail::stop_timers).
+  std::atomic<detail::timer_service*> timers_{nullptr};
 };
 
 /// The pool join() uses outside any pool: created on first use with default
@@ -1085,6 +1112,7 @@ std::future_status future<R>::wait_until_steady(
 
 }  // namespace weft
 
-// Continuations, future collections and batches need the complete pool.
+// Continuations, future collections, batches and timers need the complete pool.
 #include "batch.hpp"         // IWYU pragma: export
 #include "continuation.hpp"  // IWYU pragma: export
+#include "timer.hpp"         // IWYU pragma: export

@@ -1,5 +1,5 @@
-// weft: one work-stealing scheduler for futures, fork-join, task graphs and
-// data-flow tasks. Including this header brings in the whole public API.
+// weft: one work-stealing scheduler for futures, fork-join, task graphs,
+// data-flow tasks and timers. Including this header brings in the whole public API.
 #pragma once
 
 /// \namespace weft
@@ -22,3 +22,4 @@
 #include "join.hpp"         // IWYU pragma: export
 #include "pool.hpp"         // IWYU pragma: export
 #include "this_worker.hpp"  // IWYU pragma: export
+#include "timer.hpp"        // IWYU pragma: export

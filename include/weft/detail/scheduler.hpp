@@ -2,10 +2,12 @@
 // (docs/design.md, "Keeping the pool small"). A front end posts jobs, counts
 // a unit of work in and out so that pool::wait() and the destructor see it,
 // reports errors, and waits the way the calling thread should; it reaches
-// nothing else of the pool. weft::flow is the first client; the older front
-// ends (task_group, join, graph, futures) are still friends of the pool.
+// nothing else of the pool. weft::flow is the first client, timers
+// (src/timer.cpp) the second; the older front ends (task_group, join, graph,
+// futures) are still friends of the pool.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <exception>
 #include <optional>
@@ -55,6 +57,18 @@ struct scheduler {
   }
 
   static void report_error(pool& p, std::exception_ptr e) noexcept { p.report_error(std::move(e)); }
+
+  // Whether p's destruction has begun. seq_cst, as check_open()'s load:
+  // pairs with the destructor's seq_cst store of closing_.
+  [[nodiscard]] static bool closing(const pool& p) noexcept {
+    return p.closing_.load(std::memory_order_seq_cst);
+  }
+  // Where p keeps its timer service (src/timer.cpp): set once, by the first
+  // timer, while the caller holds a unit of p; stopped and released by p's
+  // destructor through stop_timers().
+  [[nodiscard]] static std::atomic<timer_service*>& timer_slot(pool& p) noexcept {
+    return p.timers_;
+  }
 
   [[nodiscard]] static bool sequential(const pool& p) noexcept { return p.sequential(); }
   [[nodiscard]] static std::size_t workers(const pool& p) noexcept { return p.size(); }
