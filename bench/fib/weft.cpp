@@ -5,8 +5,15 @@
 //   task_group        a task_group per call, both children spawned, wait()
 //   spawn_wait_until  seed 000's shape: pool.spawn both children, then
 //                     pool.wait_until both have counted down
+//   join_pinned       join, on a pool whose workers are pinned
+//                     (pool_options::cpus): one per physical core first, then
+//                     the cores' other hardware threads, round-robin when the
+//                     workers outnumber the allowed CPUs (issue 10: pinned vs
+//                     unpinned)
+#include <algorithm>
 #include <atomic>
 #include <memory>
+#include <vector>
 #include <weft/weft.hpp>
 
 #include "fib/fib.hpp"
@@ -53,8 +60,28 @@ std::unique_ptr<weft::pool> make_pool() {
   return std::make_unique<weft::pool>(weft::pool_options{.threads = bench::workers});
 }
 
+// The allowed CPUs, one per physical core first.
+std::vector<int> cores_first() {
+  std::vector<int> cpus = weft::cpus_one_per_core();
+  for (const int cpu : weft::allowed_cpus()) {
+    if (std::find(cpus.begin(), cpus.end(), cpu) == cpus.end()) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+std::unique_ptr<weft::pool> make_pinned_pool() {
+  return std::make_unique<weft::pool>(
+      weft::pool_options{.threads = bench::workers, .cpus = cores_first()});
+}
+
 auto setup_join() {
   return [pool = make_pool()](int n) { return pool->submit([n] { return fib_join(n); }).get(); };
+}
+
+auto setup_join_pinned() {
+  return [pool = make_pinned_pool()](int n) {
+    return pool->submit([n] { return fib_join(n); }).get();
+  };
 }
 
 auto setup_group() {
@@ -73,6 +100,7 @@ const int timing = bench::on_startup(bench::suite::timing, [] {
   bench::fib::add_timing("join", setup_join);
   bench::fib::add_timing("task_group", setup_group);
   bench::fib::add_timing("spawn_wait_until", setup_spawn);
+  bench::fib::add_timing("join_pinned", setup_join_pinned);
 });
 const int peak_rss = bench::on_startup(bench::suite::peak_rss, [] {
   bench::fib::add_peak_rss("join", setup_join);
