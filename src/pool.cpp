@@ -7,10 +7,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <string>
 #include <system_error>
 
 #include "weft/detail/visit.hpp"
+#include "weft/detail/worker_start.hpp"
 #include "weft/group.hpp"
 
 namespace weft {
@@ -32,6 +34,23 @@ void name_thread(const std::string& base, std::size_t index) {
   std::string name = base + "-" + std::to_string(index);
   if (name.size() > 15) name.erase(0, name.size() - 15);
   pthread_setname_np(pthread_self(), name.c_str());
+}
+
+// Exceptions of detached jobs (and stop hooks) that no wait() rethrew, at
+// the pool's end.
+void print_unrethrown(const std::string& pool_name, const std::deque<std::exception_ptr>& errors) {
+  if (errors.empty()) return;
+  std::string what = "a non-standard exception";
+  try {
+    std::rethrow_exception(errors.front());
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  std::fprintf(stderr,
+               "weft: pool '%s' was destroyed with %zu exception(s) of detached jobs or worker "
+               "hooks that no wait() rethrew; the first: %s\n",
+               pool_name.c_str(), errors.size(), what.c_str());
 }
 
 std::uint64_t next_random(std::uint64_t& state) noexcept {
@@ -82,7 +101,10 @@ pool::pool(pool_options options)
     : id_(next_pool_id()),
       name_(std::move(options.name)),
       waiters_help_(options.waiters_help),
-      on_error_(std::move(options.on_error)) {
+      on_error_(std::move(options.on_error)),
+      on_worker_stop_(std::move(options.on_worker_stop)) {
+  // Checks cpus before any thread starts (src/worker_start.cpp).
+  detail::worker_start start{options.threads, options.cpus, options.on_worker_start, name_};
   if (std::string path = detail::trace_path(options.trace); !path.empty()) {
     if (options.trace_records == 0) {
       throw usage_error(
@@ -90,26 +112,35 @@ pool::pool(pool_options options)
           "least one record per thread");
     }
     tracer_ =
-        std::make_unique<detail::tracer>(options.threads, options.trace_records, std::move(path));
+        std::make_unique<detail::tracer>(start.workers(), options.trace_records, std::move(path));
   }
-  workers_.reserve(options.threads);
-  for (std::size_t i = 0; i < options.threads; ++i) {
+  workers_.reserve(start.workers());
+  for (std::size_t i = 0; i < start.workers(); ++i) {
     workers_.push_back(std::make_unique<detail::worker>(i));
     // Taking jobs in batches must not allocate (keep_batch()).
     constexpr std::size_t largest_batch = std::max(injector_batch + 1, lane_batch);
     workers_.back()->batch.reserve(largest_batch);
   }
   // Every worker slot exists before any thread starts, so thieves can scan
-  // workers_ without synchronisation.
+  // workers_ without synchronisation. With pinning or a start hook, every
+  // worker runs them and reports before the constructor returns
+  // (docs/control.md).
+  detail::worker_start* setup = start.needed() ? &start : nullptr;
   std::size_t started = 0;
   try {
     for (; started < workers_.size(); ++started) {
       detail::worker& w = *workers_[started];
-      w.thread = std::thread([this, &w] { worker_main(w); });
+      w.thread = std::thread([this, &w, setup] { worker_main(w, setup); });
     }
+    if (setup != nullptr) setup->wait(started);
   } catch (...) {
+    // Stop hooks that submit to us are refused (pool_closed), as in the
+    // destructor.
+    closing_.store(true, std::memory_order_seq_cst);
     sleep_.stop();
     for (std::size_t i = 0; i < started; ++i) workers_[i]->thread.join();
+    std::lock_guard lock{errors_mutex_};
+    print_unrethrown(name_, errors_);  // what stop hooks threw
     throw;
   }
 }
@@ -157,19 +188,7 @@ pool::~pool() {
   }
 
   std::lock_guard lock{errors_mutex_};
-  if (!errors_.empty()) {
-    std::string what = "a non-standard exception";
-    try {
-      std::rethrow_exception(errors_.front());
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    std::fprintf(stderr,
-                 "weft: pool '%s' was destroyed with %zu job exception(s) that no wait() "
-                 "rethrew; the first: %s\n",
-                 name_.c_str(), errors_.size(), what.c_str());
-  }
+  print_unrethrown(name_, errors_);
 }
 
 pool::ticket pool::count_outside_spawn() {
@@ -806,9 +825,11 @@ worker_stats& worker_stats::operator+=(const worker_stats& o) noexcept {
   return *this;
 }
 
-void pool::worker_main(detail::worker& w) {
-  detail::tls = detail::context{this, &w, 0};
+void pool::worker_main(detail::worker& w, detail::worker_start* start) {
   name_thread(name_, w.index);
+  // Pinning and the start hook; on failure the constructor throws.
+  if (start != nullptr && !start->run(w.index)) return;
+  detail::tls = detail::context{this, &w, 0};
   for (;;) {
     detail::job* j = find_work(&w);
     if (j == nullptr) {
@@ -820,9 +841,16 @@ void pool::worker_main(detail::worker& w) {
       detail::worker::bump(w.counts.idle_ns, steady_ns() - idle_from);
       w.counts.idle_since.store(0, std::memory_order_relaxed);
     }
-    if (j == nullptr) return;  // the pool is stopping
+    if (j == nullptr) break;  // the pool is stopping
     execute(j);
     flush_now_and_then(w);
+  }
+  if (!on_worker_stop_) return;
+  detail::tls = detail::context{};
+  try {
+    detail::call_worker_hook(on_worker_stop_, w.index);
+  } catch (...) {
+    report_error(std::current_exception());
   }
 }
 

@@ -9,8 +9,15 @@
 //                     the same on a traced pool (docs/tracing.md; the trace
 //                     goes to /dev/null when the pool is destroyed): the cost
 //                     of recording every job
+//   join_pinned       join, on a pool whose workers are pinned
+//                     (pool_options::cpus): one per physical core first, then
+//                     the cores' other hardware threads, round-robin when the
+//                     workers outnumber the allowed CPUs (issue 10: pinned vs
+//                     unpinned)
+#include <algorithm>
 #include <atomic>
 #include <memory>
+#include <vector>
 #include <weft/weft.hpp>
 
 #include "fib/fib.hpp"
@@ -62,6 +69,20 @@ std::unique_ptr<weft::pool> make_traced_pool() {
       weft::pool_options{.threads = bench::workers, .trace = "/dev/null"});
 }
 
+// The allowed CPUs, one per physical core first.
+std::vector<int> cores_first() {
+  std::vector<int> cpus = weft::cpus_one_per_core();
+  for (const int cpu : weft::allowed_cpus()) {
+    if (std::find(cpus.begin(), cpus.end(), cpu) == cpus.end()) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+std::unique_ptr<weft::pool> make_pinned_pool() {
+  return std::make_unique<weft::pool>(
+      weft::pool_options{.threads = bench::workers, .cpus = cores_first()});
+}
+
 auto setup_join() {
   return [pool = make_pool()](int n) { return pool->submit([n] { return fib_join(n); }).get(); };
 }
@@ -84,6 +105,12 @@ auto setup_group_traced() {
   };
 }
 
+auto setup_join_pinned() {
+  return [pool = make_pinned_pool()](int n) {
+    return pool->submit([n] { return fib_join(n); }).get();
+  };
+}
+
 auto setup_spawn() {
   return [pool = make_pool()](int n) {
     return pool->submit([&pool = *pool, n] { return fib_spawn(pool, n); }).get();
@@ -96,6 +123,7 @@ const int timing = bench::on_startup(bench::suite::timing, [] {
   bench::fib::add_timing("spawn_wait_until", setup_spawn);
   bench::fib::add_timing("join_traced", setup_join_traced);
   bench::fib::add_timing("task_group_traced", setup_group_traced);
+  bench::fib::add_timing("join_pinned", setup_join_pinned);
 });
 const int peak_rss = bench::on_startup(bench::suite::peak_rss, [] {
   bench::fib::add_peak_rss("join", setup_join);

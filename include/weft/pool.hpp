@@ -38,11 +38,23 @@ namespace weft {
 /// mask, further limited by a cgroup v2 cpu.max quota; at least 1.
 std::size_t available_parallelism();
 
+/// The CPUs this process may run on, ascending: its affinity mask (the main
+/// thread's, as taskset and cpusets set it). pool_options::cpus must be
+/// among them (docs/control.md, "Pinning workers to CPUs").
+std::vector<int> allowed_cpus();
+
+/// The first allowed CPU of each physical core, ascending: allowed_cpus()
+/// without the other hardware threads (SMT siblings) of a core, as Linux's
+/// sysfs topology groups them; allowed_cpus() itself where the topology
+/// cannot be read. For pool_options{.cpus = weft::cpus_one_per_core()}.
+std::vector<int> cpus_one_per_core();
+
 /// Options of a pool, given to its constructor: pool{{.threads = 4, .name = "io"}}.
 struct pool_options {
   /// Worker threads. 0 is sequential mode: no threads; jobs run on the thread
-  /// that waits (wait, get, join, wait_until), in submission order.
-  std::size_t threads = available_parallelism();
+  /// that waits (wait, get, join, wait_until), in submission order. Unset:
+  /// cpus.size() if cpus is set, else available_parallelism().
+  std::optional<std::size_t> threads = std::nullopt;
   /// Worker threads are named "<name>-<index>" (truncated to 15 characters).
   std::string name = "weft";
   /// Receives every exception that escapes a detached job (spawn, a task_group
@@ -66,6 +78,23 @@ struct pool_options {
   /// Records each thread's ring keeps (64 bytes each); when a ring is full
   /// the oldest go, and the file says how many.
   std::size_t trace_records = 65536;
+  /// Pins worker i to CPU cpus[i % cpus.size()] (round-robin when threads
+  /// says more than cpus lists); empty: no pinning. Every CPU must be in
+  /// allowed_cpus(), else the constructor throws usage_error, as it does for
+  /// cpus with threads = 0 (docs/control.md, "Pinning workers to CPUs").
+  std::vector<int> cpus = {};
+  /// Called on each worker thread with its index, after its pinning and
+  /// before it runs any job; the constructor returns once every worker's
+  /// call has, and rethrows the first exception one threw (having stopped
+  /// and joined every worker). Never called in sequential mode.
+  std::function<void(std::size_t)> on_worker_start = nullptr;
+  /// Called on each worker thread with its index after its last job, when
+  /// the pool is destroyed (or its construction fails after that worker's
+  /// start); an exception goes to on_error, else is printed to stderr.
+  /// Neither hook is a job: this_worker::index() gives the worker's index,
+  /// and a hook must not submit to its own pool or wait for its work
+  /// (docs/control.md, "Worker hooks").
+  std::function<void(std::size_t)> on_worker_stop = nullptr;
 };
 
 /// One worker's counters in pool_stats, since the pool was made or since
@@ -114,6 +143,7 @@ class graph_core;
 template <class R, class F>
 struct future_job;
 struct continuation_access;  // then, when_all, when_any (continuation.hpp)
+class worker_start;          // pinning and on_worker_start (detail/worker_start.hpp)
 }  // namespace detail
 
 /// A work-stealing pool of worker threads: the scheduler every job of weft
@@ -639,7 +669,8 @@ class pool {
   void notify_idle();
   void report_error(std::exception_ptr error) noexcept;
   void rethrow_pending_error();
-  void worker_main(detail::worker& w);
+  // start: the pinning and start hook to run first, or nullptr.
+  void worker_main(detail::worker& w, detail::worker_start* start);
   // Searches, then sleeps; returns a job, or nullptr when the pool stops.
   detail::job* idle(detail::worker& w);
 
@@ -656,6 +687,7 @@ class pool {
   // workers start, destroyed after they stop.
   std::unique_ptr<detail::tracer> tracer_;
   std::function<void(std::exception_ptr)> on_error_;
+  std::function<void(std::size_t)> on_worker_stop_;  // pool_options::on_worker_stop
   std::vector<std::unique_ptr<detail::worker>> workers_;
 
   // Outside threads submit through their lane (lock-free) or, when all lanes

@@ -17,6 +17,8 @@ namespace weft::this_worker {
 /// - in a sequential pool's job, 0 (p.slots() is 1); such a pool runs its
 ///   jobs on the threads that wait on it, so per-worker state is shared if
 ///   several threads wait on one sequential pool at once.
+/// In pool_options::on_worker_start and on_worker_stop, the worker's index
+/// (the hooks are not jobs: docs/control.md, "Worker hooks").
 ///
 /// Outside any job (and on a thread that only waits), empty.
 inline std::optional<std::size_t> index() noexcept {

@@ -108,7 +108,8 @@ struct context {
   // The innermost job this thread is running (helping waits nest them).
   const running_scope* running = nullptr;
   // The pool whose helper slot this thread holds (pool::helper_scope), and
-  // the index its jobs see: that pool's size().
+  // the index its jobs see: that pool's size(). In a worker hook (outside
+  // any job, helping nobody) the worker's index (call_worker_hook()).
   pool* helping = nullptr;
   std::size_t helper_index = no_helper_index;
 };

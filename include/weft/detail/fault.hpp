@@ -24,6 +24,19 @@ inline bool thread_start_fails() noexcept {
   return false;
 }
 
+// The next n workers that pin themselves (pool_options::cpus) fail as if
+// pthread_setaffinity_np had returned EINVAL.
+inline std::atomic<int> failing_pins{0};
+
+inline bool pin_fails() noexcept {
+  // Relaxed: a test sets it before it constructs the pool.
+  int n = failing_pins.load(std::memory_order_relaxed);
+  while (n > 0) {
+    if (failing_pins.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
 // Called, when set, by a thread that is not a worker at two points of
 // pool::await() and await_until(): just after the caller saw the latch unset
 // (await_point::entered), and after its visit is published and the latch
