@@ -262,20 +262,21 @@ class pool {
   template <class Range>
   [[nodiscard]] auto submit_all(Range&& callables);
 
-  // Timers (weft/timer.hpp, docs/control.md "Timers"): run f() on the pool
-  // once `delay` has passed, once `when` has come (any clock), or every
-  // `period` (the first time one period from now). f may take a
-  // weft::timer& instead: its own timer. The returned handle can cancel
-  // it; dropping it does not. Nothing spins while a timer waits: one timer
-  // thread per pool, started by the first timer, sleeps until the earliest
-  // deadline. Its job is an ordinary job once it fires: pool.wait() waits
-  // for the timers that have fired, not for those still waiting. Throws
-  // pool_closed as spawn does; spawn_every throws usage_error unless
-  // period > 0.
+  /// Timers (weft/timer.hpp, docs/control.md "Timers"): runs f() on the pool
+  /// once `delay` has passed. f may take a weft::timer& instead: its own
+  /// timer. The returned handle can cancel it; dropping it does not.
+  /// Nothing spins while a timer waits: one timer thread per pool, started
+  /// by the first timer, sleeps until the earliest deadline. Its job is an
+  /// ordinary job once it fires: pool.wait() waits for the timers that have
+  /// fired, not for those still waiting. Throws pool_closed as spawn does.
   template <class Rep, class Period, class F>
   timer spawn_after(const std::chrono::duration<Rep, Period>& delay, F&& f);
+  /// As spawn_after, once `when` has come (any clock; a steady_clock time is
+  /// used as is, another clock's is converted once, now).
   template <class Clock, class Duration, class F>
   timer spawn_at(const std::chrono::time_point<Clock, Duration>& when, F&& f);
+  /// As spawn_after, every `period`, the first time one period from now;
+  /// throws usage_error unless period > 0.
   template <class Rep, class Period, class F>
   timer spawn_every(const std::chrono::duration<Rep, Period>& period, F&& f);
 
