@@ -9,11 +9,13 @@
 
 /// \mainpage weft API reference
 /// The public headers' documentation: start at weft::pool, weft::future,
-/// weft::join, weft::task_group, weft::graph, weft::flow and the algorithms
-/// in namespace weft. README.md has the overview and examples; the design
-/// notes in docs/ are under "Related Pages".
+/// weft::join, weft::task_group, weft::graph, weft::flow, weft::collect,
+/// weft::submit_scoped and the algorithms in namespace weft. README.md has
+/// the overview and examples; the design notes in docs/ are under "Related
+/// Pages".
 
 #include "algorithm.hpp"    // IWYU pragma: export
+#include "collect.hpp"      // IWYU pragma: export
 #include "errors.hpp"       // IWYU pragma: export
 #include "flow.hpp"         // IWYU pragma: export
 #include "future.hpp"       // IWYU pragma: export
@@ -21,5 +23,6 @@
 #include "group.hpp"        // IWYU pragma: export
 #include "join.hpp"         // IWYU pragma: export
 #include "pool.hpp"         // IWYU pragma: export
+#include "scope.hpp"        // IWYU pragma: export
 #include "this_worker.hpp"  // IWYU pragma: export
 #include "timer.hpp"        // IWYU pragma: export
