@@ -106,10 +106,10 @@ pool::pool(pool_options options)
   // Checks cpus before any thread starts (src/worker_start.cpp).
   detail::worker_start start{options.threads, options.cpus, options.on_worker_start, name_};
   if (std::string path = detail::trace_path(options.trace); !path.empty()) {
-    if (options.trace_records == 0) {
+    if (options.trace_records == 0 || options.trace_records > (std::size_t{1} << 32)) {
       throw usage_error(
-          "weft::pool: pool_options::trace_records is 0; a traced pool needs room for at "
-          "least one record per thread");
+          "weft::pool: pool_options::trace_records must be between 1 and 2^32 (records of 64 "
+          "bytes per thread); a traced pool needs room for at least one");
     }
     tracer_ =
         std::make_unique<detail::tracer>(start.workers(), options.trace_records, std::move(path));
@@ -529,16 +529,14 @@ void pool::traced_execute(detail::job* j) noexcept {
   }
   detail::trace_ring* const outer_ring = std::exchange(detail::current_trace, ring);
   const detail::tracer* const outer_tracer = std::exchange(detail::current_tracer, tracer_.get());
-  detail::trace_record_words r;
-  r.kind = static_cast<std::uint64_t>(detail::trace_kind::slice);
-  detail::set_trace_name(r, "job");
-  r.start = tracer_->now();
+  detail::trace_record_words r = tracer_->job_record();
+  r.start = detail::tracer::now();
   if (sequential()) {
     run_sequential(j);
   } else {
     j->run(j);
   }
-  r.end = tracer_->now();
+  r.end = detail::tracer::now();
   if (ring != nullptr) ring->put(r);
   detail::current_trace = outer_ring;
   detail::current_tracer = outer_tracer;

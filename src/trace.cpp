@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -108,15 +110,16 @@ std::string trace_path(const std::string& configured) {
 }
 
 tracer::tracer(std::size_t workers, std::size_t capacity, std::string path)
-    : serial_(next_tracer_serial()), capacity_(capacity), path_(std::move(path)) {
+    : serial_(next_tracer_serial()), capacity_(std::bit_ceil(capacity)), path_(std::move(path)) {
+  job_record_.kind = static_cast<std::uint64_t>(trace_kind::slice);
+  set_trace_name(job_record_, "job");
   workers_.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {
-    workers_.push_back(std::make_unique<trace_ring>(capacity, "worker " + std::to_string(i)));
+    workers_.push_back(std::make_unique<trace_ring>(capacity_, "worker " + std::to_string(i)));
   }
 }
 
-trace_ring& tracer::ring(std::size_t index) {
-  if (index != npos) return *workers_[index];
+trace_ring& tracer::other_ring() {
   if (last_ring.serial == serial_) return *last_ring.ring;
   std::lock_guard lock{others_mutex_};
   const std::thread::id me = std::this_thread::get_id();
@@ -155,6 +158,23 @@ void tracer::write(std::ostream& out, const std::string& pool_name) const {
     if (a_edge != b_edge) return a_edge;
     return a.r.end > b.r.end;
   });
+
+  // Ticks to nanoseconds since the origin, at the rate measured between the
+  // origin and now.
+  const double elapsed_ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - origin_).count();
+  const std::uint64_t elapsed_ticks = now() - origin_ticks_;
+  const double ns_per_tick =
+      elapsed_ticks > 0 && elapsed_ns > 0 ? elapsed_ns / static_cast<double>(elapsed_ticks) : 1.0;
+  auto to_ns = [&](std::uint64_t t) {
+    return t <= origin_ticks_
+               ? std::uint64_t{0}
+               : static_cast<std::uint64_t>(static_cast<double>(t - origin_ticks_) * ns_per_tick);
+  };
+  for (placed& p : records) {
+    p.r.start = to_ns(p.r.start);
+    p.r.end = to_ns(p.r.end);
+  }
 
   out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"pool\":";
   write_string(out, pool_name);

@@ -75,8 +75,9 @@ struct pool_options {
   /// Empty: the environment variable WEFT_TRACE names the file instead;
   /// neither: no trace.
   std::string trace = {};
-  /// Records each thread's ring keeps (64 bytes each); when a ring is full
-  /// the oldest go, and the file says how many.
+  /// Records each thread's ring keeps (64 bytes each; rounded up to a power
+  /// of two, at most 2^32); when a ring is full the oldest go, and the file
+  /// says how many.
   std::size_t trace_records = 65536;
   /// Pins worker i to CPU cpus[i % cpus.size()] (round-robin when threads
   /// says more than cpus lists); empty: no pinning. Every CPU must be in

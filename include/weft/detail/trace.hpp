@@ -17,6 +17,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
 namespace weft::detail {
 
 enum class trace_kind : std::uint64_t {
@@ -30,7 +34,7 @@ enum class trace_kind : std::uint64_t {
 struct trace_record_words {
   static constexpr std::size_t name_words = 3;
   std::uint64_t kind = 0;
-  std::uint64_t start = 0;  // ns since the tracer's origin
+  std::uint64_t start = 0;  // tracer::now() ticks
   std::uint64_t end = 0;
   std::uint64_t arg = 0;                       // slice: the edge's id that released it (0: none)
   std::uint64_t name[name_words] = {0, 0, 0};  // NUL-padded, truncated
@@ -44,7 +48,9 @@ struct trace_record_words {
 class trace_ring {
  public:
   trace_ring(std::size_t capacity, std::string track)
-      : slots_(std::make_unique<slot[]>(capacity)), capacity_(capacity), track_(std::move(track)) {}
+      : slots_(std::make_unique<slot[]>(capacity)), capacity_(capacity), track_(std::move(track)) {
+    // A power of two (tracer rounds up): the slot is an index mask away.
+  }
 
   // Owner thread only.
   void put(const trace_record_words& r) noexcept {
@@ -52,7 +58,7 @@ class trace_ring {
     // Relaxed: the release stores below order it before the words, for a
     // reader whose acquire load sees one of them.
     begun_.store(k + 1, std::memory_order_relaxed);
-    slot& s = slots_[k % capacity_];
+    slot& s = slots_[k & (capacity_ - 1)];
     // Release: pairs with the acquire loads in copy(); a reader that sees a
     // word of this record then sees begun_ >= k + 1 and drops the slot.
     s.words[0].store(r.kind, std::memory_order_release);
@@ -75,7 +81,7 @@ class trace_ring {
     std::vector<trace_record_words> out;
     out.reserve(static_cast<std::size_t>(done - first));
     for (std::uint64_t k = first; k < done; ++k) {
-      const slot& s = slots_[k % capacity_];
+      const slot& s = slots_[k & (capacity_ - 1)];
       trace_record_words r;
       // Acquire: pairs with put()'s release stores of the words.
       r.kind = s.words[0].load(std::memory_order_acquire);
@@ -133,13 +139,22 @@ class tracer {
 
   // The calling thread's ring: worker `index` if the caller is that
   // worker, else (index = npos) the thread's own, made on first use.
-  trace_ring& ring(std::size_t index);
+  trace_ring& ring(std::size_t index) { return index != npos ? *workers_[index] : other_ring(); }
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  // A job's slice as recorded before its times are filled in.
+  [[nodiscard]] const trace_record_words& job_record() const noexcept { return job_record_; }
 
-  [[nodiscard]] std::uint64_t now() const noexcept {
+  // A timestamp for a record: the time-stamp counter where there is one
+  // (a fraction of steady_clock's cost; invariant on every x86-64 made
+  // since 2008), converted to nanoseconds when the file is written.
+  [[nodiscard]] static std::uint64_t now() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now() - origin_)
+                                          std::chrono::steady_clock::now().time_since_epoch())
                                           .count());
+#endif
   }
 
   // Chrome trace event JSON (docs/tracing.md) of everything in the rings;
@@ -150,9 +165,14 @@ class tracer {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
  private:
+  // The same instant on both clocks: the file's time zero, and with a
+  // second reading at write time, the counter's rate.
   const std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
+  const std::uint64_t origin_ticks_ = now();
+  trace_ring& other_ring();
   const std::uint64_t serial_;
   const std::size_t capacity_;
+  trace_record_words job_record_;
   const std::string path_;
   std::vector<std::unique_ptr<trace_ring>> workers_;
   mutable std::mutex others_mutex_;
