@@ -3,12 +3,15 @@
 
 #include <sys/resource.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
+#include <weft/pool.hpp>
 
 namespace weft::test {
 
@@ -51,5 +54,13 @@ inline std::chrono::microseconds process_cpu_time() {
   };
   return us(ru.ru_utime) + us(ru.ru_stime);
 }
+
+// Counts the exceptions that reach a pool's error path (pool_options::on_error).
+struct error_count {
+  std::atomic<int> n{0};
+  [[nodiscard]] weft::pool_options options(std::size_t threads) {
+    return {.threads = threads, .on_error = [this](const std::exception_ptr&) { n.fetch_add(1); }};
+  }
+};
 
 }  // namespace weft::test

@@ -25,13 +25,7 @@ class collect_test : public ::testing::TestWithParam<std::size_t> {
   [[nodiscard]] weft::pool_options options() const { return {.threads = GetParam()}; }
 };
 
-// Counts the exceptions that reach the pool's error path.
-struct error_count {
-  std::atomic<int> n{0};
-  [[nodiscard]] weft::pool_options options(std::size_t threads) {
-    return {.threads = threads, .on_error = [this](const std::exception_ptr&) { n.fetch_add(1); }};
-  }
-};
+using weft::test::error_count;
 
 TEST_P(collect_test, results_come_in_spawn_order) {
   weft::pool pool{options()};

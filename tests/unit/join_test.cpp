@@ -28,8 +28,15 @@ void* operator new(std::size_t size) {
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc{};
 }
+// The nothrow form too (std::stable_sort's buffer): a sanitizer's runtime
+// defines its own, which the free() above would not match.
+void* operator new(std::size_t size, const std::nothrow_t& /*tag*/) noexcept {
+  ++allocations;
+  return std::malloc(size == 0 ? 1 : size);
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t /*size*/) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t& /*tag*/) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
 
 namespace {

@@ -23,12 +23,7 @@ class scope_test : public ::testing::TestWithParam<std::size_t> {
   [[nodiscard]] weft::pool_options options() const { return {.threads = GetParam()}; }
 };
 
-struct error_count {
-  std::atomic<int> n{0};
-  [[nodiscard]] weft::pool_options options(std::size_t threads) {
-    return {.threads = threads, .on_error = [this](const std::exception_ptr&) { n.fetch_add(1); }};
-  }
-};
+using weft::test::error_count;
 
 TEST_P(scope_test, future_is_ready_after_every_attachment) {
   weft::pool pool{options()};
