@@ -64,7 +64,7 @@ void release_state(run_state* s) noexcept {
 }
 
 std::string task_label(const graph_node* n) {
-  if (n->name != nullptr && !n->name->empty()) return *n->name;
+  if (const std::string_view name = n->owner->name_of(n); !name.empty()) return std::string{name};
   std::string label(1, '#');
   label += std::to_string(n->index);
   return label;
@@ -219,11 +219,8 @@ void graph_core::link(graph_node* from, graph_node* to) {
 
 void graph_core::set_name(graph_node* n, std::string_view name) {
   check_idle("rename a task of");
-  if (n->name == nullptr) {
-    n->name = &names_.emplace_back(name);
-  } else {
-    *const_cast<std::string*>(n->name) = name;
-  }
+  if (names_.size() <= n->index) names_.resize(n->index + 1);
+  names_[n->index] = name;
 }
 
 bool graph_core::cancel() noexcept {
@@ -456,10 +453,8 @@ std::size_t graph_core::call(graph_node* n) noexcept {
 
 graph_node* graph_core::traced_step(graph_node* n) noexcept {
   char label[24];
-  std::string_view name;
-  if (n->name != nullptr && !n->name->empty()) {
-    name = *n->name;
-  } else {
+  std::string_view name = name_of(n);
+  if (name.empty()) {
     const int len = std::snprintf(label, sizeof(label), "task #%u", n->index);
     name = std::string_view{label, static_cast<std::size_t>(std::max(len, 0))};
   }

@@ -102,7 +102,9 @@ pool::pool(pool_options options)
       name_(std::move(options.name)),
       waiters_help_(options.waiters_help),
       on_error_(std::move(options.on_error)),
-      on_worker_stop_(std::move(options.on_worker_stop)) {
+      on_worker_stop_(std::move(options.on_worker_stop)),
+      capacity_(options.capacity),
+      on_full_(std::move(options.on_full)) {
   // Checks cpus before any thread starts (src/worker_start.cpp).
   detail::worker_start start{options.threads, options.cpus, options.on_worker_start, name_};
   if (std::string path = detail::trace_path(options.trace); !path.empty()) {
@@ -114,8 +116,16 @@ pool::pool(pool_options options)
     tracer_ =
         std::make_unique<detail::tracer>(start.workers(), options.trace_records, std::move(path));
   }
+  if (capacity_ != 0 && start.workers() == 0) {
+    throw usage_error(
+        "weft::pool: pool_options::capacity needs worker threads; a sequential pool "
+        "(threads = 0) starts no job before a wait, so a full one could never make room");
+  }
   workers_.reserve(start.workers());
+  mailboxes_.reserve(start.workers());
   for (std::size_t i = 0; i < start.workers(); ++i) {
+    constexpr std::size_t mailbox_capacity = 16;
+    mailboxes_.push_back(std::make_unique<detail::injector>(mailbox_capacity));
     workers_.push_back(std::make_unique<detail::worker>(i));
     // Taking jobs in batches must not allocate (keep_batch()).
     constexpr std::size_t largest_batch = std::max(injector_batch + 1, lane_batch);
@@ -153,6 +163,8 @@ pool::~pool() {
         stderr);
     std::abort();
   }
+  // A paused pool finishes its work too (docs/control.md).
+  if (paused()) resume();
   // seq_cst pairs with the seq_cst load in check_open(): a submitter either
   // sees the pool closing, or its job is seen by quiescent() below.
   closing_.store(true, std::memory_order_seq_cst);
@@ -375,7 +387,7 @@ std::size_t pool::push_many(detail::job* const* jobs, std::size_t n) noexcept {
   return n;
 }
 
-detail::job* pool::find_work(detail::worker* self) {
+detail::job* pool::find_normal(detail::worker* self) {
   if (self == nullptr) return find_elsewhere(nullptr);
   detail::job* j = self->deque.pop();
   if (j == nullptr) {
@@ -760,6 +772,8 @@ pool_stats pool::stats() const {
   s.handoffs = handoffs_.load(std::memory_order_relaxed);
   s.handoff_failures = handoff_failures_.load(std::memory_order_relaxed);
   s.unqueued_runs = unqueued_runs_.load(std::memory_order_relaxed);
+  s.cancelled = cancelled_.load(std::memory_order_relaxed);
+  s.overflowed = overflowed_.load(std::memory_order_relaxed);
   std::lock_guard lock{stats_mutex_};
   const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::steady_clock::now() - stats_since_);
@@ -882,7 +896,7 @@ detail::job* pool::idle(detail::worker& w) {
         // submit/get round trip fell into a mode of 30-230 us, now and
         // then for a whole run (docs/sleep.md).
         if (polls % yield_every_polls == 0) std::this_thread::yield();
-        if (full ? !all_queues_empty() : !outside_queues_empty()) {
+        if (worth_a_look(w, full)) {
           // A lane whose thread is still pushing: let a batch build up
           // instead of taking its jobs one by one, which costs the producer
           // a cache miss per job, and look less often meanwhile. A lane that
@@ -894,7 +908,7 @@ detail::job* pool::idle(detail::worker& w) {
           if (detail::job* j = find_work(&w)) {
             // Producers that saw us searching woke nobody; if we were the
             // last searcher and work is left, wake a sleeper for it.
-            if (sleep_.stop_searching() && !all_queues_empty()) sleep_.new_work();
+            if (sleep_.stop_searching() && work_for(w)) sleep_.new_work();
             return j;
           }
         }
@@ -902,14 +916,15 @@ detail::job* pool::idle(detail::worker& w) {
     }
     // Announce, look once more, then park (docs/sleep.md).
     sleep_.prepare(searching);
-    if (!all_queues_empty()) {
+    if (work_for(w)) {
       sleep_.cancel();  // sleeping -> searching
       searching = true;
       continue;
     }
     const std::uint64_t parked_at = tracer_ != nullptr ? tracer_->now() : 0;
     detail::worker::bump(w.counts.parks);
-    const bool woken = sleep_.park();
+    const mail_check mail{this, &w};
+    const bool woken = sleep_.park(&pool::mail_for, &mail);
     if (woken) detail::worker::bump(w.counts.wakeups);
     if (tracer_ != nullptr) [[unlikely]] {
       tracer_->ring(w.index).span(detail::trace_kind::parked, "parked", parked_at, tracer_->now());

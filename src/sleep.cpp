@@ -17,7 +17,7 @@ void sleep_controller::cancel() noexcept {
   } while (!state_.compare_exchange_weak(s, next, std::memory_order_relaxed));
 }
 
-bool sleep_controller::park() {
+bool sleep_controller::park(bool (*own)(const void*) noexcept, const void* ctx) {
   std::unique_lock lock{mutex_};
   for (;;) {
     std::uint64_t s = state_.load(std::memory_order_relaxed);
@@ -33,6 +33,13 @@ bool sleep_controller::park() {
     if (stopping_) {
       state_.fetch_sub(one_sleeper, std::memory_order_relaxed);
       return false;
+    }
+    // Checked under the lock, which wake_sleepers() takes after the
+    // producer's store: either we see the work here, or we are waiting when
+    // it notifies.
+    if (own != nullptr && own(ctx)) {
+      cancel();  // sleeping -> searching, without a token
+      return true;
     }
     cv_.wait(lock);
   }
@@ -51,6 +58,30 @@ void sleep_controller::wake_one(std::uint64_t s) noexcept {
       return;
     }
   }
+}
+
+void sleep_controller::wake_all() noexcept {
+  // seq_cst: see new_work().
+  std::uint64_t s = state_.load(std::memory_order_seq_cst);
+  // Release pairs with the acquire CAS in park(), as in wake_one().
+  while (sleepers(s) > tokens(s) &&
+         !state_.compare_exchange_weak(s, s + (sleepers(s) - tokens(s)) * one_token,
+                                       std::memory_order_release, std::memory_order_relaxed)) {
+  }
+  if (sleepers(s) == 0) return;
+  // Notified even when every sleeper already had a token: a worker that
+  // announced its sleep later may take one, and the sleeper it was for
+  // then wakes only through its `own` check (park()).
+  { std::lock_guard lock{mutex_}; }
+  cv_.notify_all();
+}
+
+void sleep_controller::wake_sleepers() noexcept {
+  // seq_cst: see new_work(). A worker that announces its sleep after this
+  // load sees the work in its re-check.
+  if (sleepers(state_.load(std::memory_order_seq_cst)) == 0) return;
+  { std::lock_guard lock{mutex_}; }
+  cv_.notify_all();
 }
 
 void sleep_controller::stop() {

@@ -69,6 +69,9 @@ void run_fired(const std::shared_ptr<timer_state>& s);
 // The job a fired timer becomes: an ordinary detached job of the pool
 // (pool::spawn), so its exception takes the pool's error path.
 struct fired_timer {
+  // A fired timer is cancelled through its handle (timer::cancel), and its
+  // unit of work ends with the run: pool::purge() keeps it.
+  using weft_keep_on_purge = void;
   std::shared_ptr<timer_state> state;
   void operator()() const { run_fired(state); }
 };

@@ -87,6 +87,7 @@ struct pool::spawn_batch_job {
       throw;
     }
     j->run = &run_posted<call>;
+    if constexpr (call::cancellable) j->flags = detail::job_flags::cancellable;
     return j;
   }
   static void undo(pool& p, detail::job* base) noexcept {
@@ -129,6 +130,11 @@ void pool::spawn_all(Range&& callables) {
   using F = std::decay_t<std::ranges::range_reference_t<Range>>;
   check_callable<F>();
   if constexpr (std::is_invocable_v<F&>) {
+    if (bounded_here()) {
+      // Under a bound each job takes its slot (or meets the policy) alone.
+      for (auto&& f : callables) spawn(std::forward<std::ranges::range_reference_t<Range>>(f));
+      return;
+    }
     batch_builder<spawn_batch_job<F>> batch{*this};
     batch.add_all(std::forward<Range>(callables));
     batch.publish();
@@ -144,6 +150,15 @@ auto pool::submit_all(Range&& callables) {
   if constexpr (std::is_invocable_v<F&>) {
     using R = std::invoke_result_t<F&>;
     using job = submit_batch_job<F>;
+    if (bounded_here()) {
+      // Under a bound each job takes its slot (or meets the policy) alone.
+      std::vector<future<R>> futures;
+      if constexpr (std::ranges::sized_range<Range>) futures.reserve(std::ranges::size(callables));
+      for (auto&& f : callables) {
+        futures.push_back(submit(std::forward<std::ranges::range_reference_t<Range>>(f)));
+      }
+      return futures;
+    }
     batch_builder<job> batch{*this};
     batch.add_all(std::forward<Range>(callables));
     std::vector<future<R>> futures;

@@ -33,6 +33,7 @@ void report_unretrieved(const std::exception_ptr& error) noexcept;
 // Shared by a submitted job and its future; whoever lets go last destroys it.
 template <class R>
 struct future_state : job {
+  unsigned epoch = 0;  // the epoch parity the job is counted in (first: see job)
   // Drops one reference. The caller that gets true was the last owner: it
   // may still read the state, and must then call destroy(this).
   bool drop() noexcept {
@@ -45,7 +46,6 @@ struct future_state : job {
   latch done;                // set when value or error is final
   pool* owner = nullptr;
   job_cache* counted = nullptr;  // the cache the job is counted against
-  unsigned epoch = 0;            // and its epoch parity
   void (*destroy)(future_state*) noexcept = nullptr;
   // Set by work that can be stopped as a whole (a graph run): asks it to
   // stop, and returns true if the request came before the work finished.

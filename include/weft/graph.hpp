@@ -13,7 +13,6 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <iosfwd>
 #include <memory>
@@ -134,6 +133,10 @@ struct graph_node : job {
     }
   }
 
+  // Position in graph_core::sources_ while the task has no predecessor.
+  // First: 4 bytes, in the job's tail padding (see job), which keeps a node
+  // at two cache lines.
+  std::uint32_t source_slot = no_slot;
   graph_core* const owner;
   // The callable: returns the successor a condition task chose, no_choice
   // otherwise. Null for placeholders.
@@ -144,19 +147,17 @@ struct graph_node : job {
   // Predecessors left in this run; equal to `strong` between runs. Each
   // predecessor's decrement is acq_rel (see graph_core::release_successors).
   std::atomic<std::uint32_t> pending{0};
-  std::uint32_t strong = 0;  // normal predecessors
-  std::uint32_t weak = 0;    // conditional predecessors
-  const std::uint32_t index;
+  std::uint32_t strong = 0;   // normal predecessors
+  std::uint32_t weak = 0;     // conditional predecessors
+  const std::uint32_t index;  // also the key of its name (graph_core::name_of)
   const node_kind kind;
   std::atomic<std::uint8_t> gate{open};
   // Set by a skipped predecessor before its decrement of `pending`: this
   // task is skipped too in this run.
   std::atomic<bool> skip{false};
-  // Position in graph_core::sources_ while the task has no predecessor.
-  std::uint32_t source_slot = no_slot;
   static constexpr std::uint32_t no_slot = static_cast<std::uint32_t>(-1);
-  const std::string* name = nullptr;  // in graph_core::names_, or none
 };
+static_assert(sizeof(graph_node) <= 2 * cache_line, "a task node keeps to two cache lines");
 
 // Where graph_node callables live: inline when small enough, else boxed.
 template <class C>
@@ -333,6 +334,10 @@ class graph_core {
 
   void link(graph_node* from, graph_node* to);
   void set_name(graph_node* n, std::string_view name);
+  // The task's name; empty if it has none.
+  [[nodiscard]] std::string_view name_of(const graph_node* n) const noexcept {
+    return n->index < names_.size() ? std::string_view{names_[n->index]} : std::string_view{};
+  }
   void reserve(std::size_t n) { nodes_.reserve(n); }
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
   [[nodiscard]] bool running() const noexcept {
@@ -436,7 +441,9 @@ class graph_core {
   bool has_backward_ = false;  // a normal edge to an older task: a cycle is possible
   bool has_conditions_ = false;
   bool trivial_nodes_ = true;  // no node needs its destructor run
-  std::deque<std::string> names_;
+  // Task names by node index (graph_core::name_of), kept out of the nodes,
+  // which are two cache lines without them.
+  std::vector<std::string> names_;
   node_arena nodes_;
 };
 
@@ -475,7 +482,7 @@ class task {
   /// The task's name; empty if it was never named.
   [[nodiscard]] std::string_view name() const {
     const detail::graph_node& n = node();
-    return n.name != nullptr ? std::string_view{*n.name} : std::string_view{};
+    return n.owner->name_of(&n);
   }
 
   /// Stops the task from running from now on, in this run and later ones,

@@ -75,6 +75,13 @@ class task_group {
     member_call(task_group* g, F&& f) : group(g), fn(std::move(f)), owner(&g->pool_) {}
     member_call(task_group* g, const F& f) : group(g), fn(f), owner(&g->pool_) {}
 
+    // pool::purge() may drop it: the group then fails with job_cancelled.
+    static constexpr bool cancellable = true;
+    finish_epilogue cancel() noexcept {
+      group->fail(detail::cancelled_error());
+      return {group};
+    }
+
     finish_epilogue operator()() noexcept {
       if (!group->is_cancelled()) {
         try {

@@ -38,7 +38,7 @@ struct join_access {
 
 // One side of a join, living in the joining thread's stack frame.
 template <class F>
-struct join_half : job {
+struct join_half {
   using result = result_t<std::invoke_result_t<F&>>;
 
   explicit join_half(F& f) noexcept : fn(&f) {}
@@ -64,7 +64,7 @@ struct join_half : job {
 // The second half, which another thread may take from a queue and run. The
 // fields below are written only by the path that queues it, just before.
 template <class G>
-struct stealable_half : join_half<G> {
+struct stealable_half : job, join_half<G> {
   explicit stealable_half(G& g) noexcept : join_half<G>(g) { this->run = &run_stolen; }
 
   // Run by whoever took this half from a queue; the joining thread may return

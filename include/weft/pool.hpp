@@ -49,6 +49,80 @@ std::vector<int> allowed_cpus();
 /// cannot be read. For pool_options{.cpus = weft::cpus_one_per_core()}.
 std::vector<int> cpus_one_per_core();
 
+class pool;
+
+/// Where a job queued with pool::spawn(priority, f) or submit(priority, f)
+/// stands when a worker chooses its next job (docs/control.md, "Priorities").
+enum class priority : std::uint8_t { low, normal, high };
+
+/// What spawn/submit do, on a thread that is not running one of the pool's
+/// jobs, when the pool's bounded submission is full (pool_options::capacity).
+enum class overflow : std::uint8_t {
+  block,     ///< wait until a queued job starts and leaves room
+  reject,    ///< throw weft::queue_full; nothing is queued
+  run_here,  ///< run the job on the submitting thread, now
+};
+
+/// A job that found no room in a full pool, handed to the overflow callable
+/// (pool_options::on_full): run it, keep it to run later, or drop it. It is
+/// counted as the pool's work until then: pool::wait() and the pool's
+/// destructor wait for it, so run or drop it before either (docs/control.md,
+/// "Bounded submission").
+class job {
+ public:
+  /// An empty job.
+  job() noexcept = default;
+  /// Takes other's job; other is empty afterwards.
+  job(job&& other) noexcept;
+  /// Drops the job this one holds (see reset()), then takes other's.
+  job& operator=(job&& other) noexcept;
+  job(const job&) = delete;
+  job& operator=(const job&) = delete;
+  /// Drops the job if it still holds one (see reset()).
+  ~job();
+
+  /// Runs the job on the calling thread, now, as a worker would have: a
+  /// future gets its result, a detached job's exception goes to the pool's
+  /// error path. The job is empty afterwards. Throws usage_error if empty.
+  void run();
+  /// Drops the job without running it: its future throws job_cancelled, a
+  /// detached job is counted in pool_stats::cancelled, a task_group's job
+  /// cancels the group. Does nothing if empty.
+  void reset() noexcept;
+  /// Whether it still holds a job.
+  explicit operator bool() const noexcept { return job_ != nullptr; }
+
+ private:
+  friend class pool;
+  job(pool* owner, detail::job* j) noexcept : pool_(owner), job_(j) {}
+  pool* pool_ = nullptr;
+  detail::job* job_ = nullptr;
+};
+
+/// pool_options::on_full: one of the overflow policies, or a callable that
+/// receives each job that found no room, as a weft::job.
+class overflow_policy {
+ public:
+  // Implicit, so that .on_full = overflow::reject and .on_full = [](job) {...}
+  // read as they should; the template's constraint excludes
+  // overflow_policy itself, so it hides no copy or move.
+  // NOLINTBEGIN(google-explicit-constructor,bugprone-forwarding-reference-overload)
+
+  /// overflow::block, reject or run_here.
+  overflow_policy(overflow o = overflow::block) noexcept : kind_(o) {}
+  /// A callable f(weft::job): called on the submitting thread with the job.
+  template <class F>
+  requires(std::is_invocable_v<F&, job> && !std::is_same_v<std::decay_t<F>, overflow_policy> &&
+           !std::is_same_v<std::decay_t<F>, overflow>) overflow_policy(F&& f)
+      : handler_(std::forward<F>(f)) {}
+  // NOLINTEND(google-explicit-constructor,bugprone-forwarding-reference-overload)
+
+ private:
+  friend class pool;
+  overflow kind_ = overflow::block;
+  std::function<void(job)> handler_;  // set: the callable policy
+};
+
 /// Options of a pool, given to its constructor: pool{{.threads = 4, .name = "io"}}.
 struct pool_options {
   /// Worker threads. 0 is sequential mode: no threads; jobs run on the thread
@@ -96,6 +170,16 @@ struct pool_options {
   /// and a hook must not submit to its own pool or wait for its work
   /// (docs/control.md, "Worker hooks").
   std::function<void(std::size_t)> on_worker_stop = nullptr;
+  /// Bounded submission: at most this many jobs submitted by threads that
+  /// are not running one of the pool's jobs (spawn, submit and their
+  /// priority and _on forms, spawn_all, submit_all, task_group::spawn) wait
+  /// in the pool not yet started; 0: no bound. Jobs the pool's own jobs
+  /// spawn are never held up (docs/control.md, "Bounded submission").
+  /// Sequential mode (threads = 0) cannot have a bound: usage_error.
+  std::size_t capacity = 0;
+  /// What a submission that finds the bound reached does: overflow::block
+  /// (the default), reject, run_here, or a callable taking a weft::job.
+  overflow_policy on_full = overflow::block;
 };
 
 /// One worker's counters in pool_stats, since the pool was made or since
@@ -123,7 +207,12 @@ struct pool_stats {
   /// Graph tasks that could not be queued (a queue could not grow for lack
   /// of memory) and ran on the thread that made them ready instead.
   std::size_t unqueued_runs = 0;
-  std::size_t lanes = 0;                 ///< submission lanes made for outside threads so far
+  std::size_t lanes = 0;  ///< submission lanes made for outside threads so far
+  /// Jobs dropped before they started: by purge(), or by an overflow
+  /// callable that let its weft::job go.
+  std::size_t cancelled = 0;
+  /// Submissions that found the bounded submission full (pool_options::capacity).
+  std::size_t overflowed = 0;
   std::vector<worker_stats> per_worker;  ///< by worker index (empty in sequential mode)
   worker_stats total;                    ///< the sum of per_worker
 };
@@ -176,18 +265,84 @@ class pool {
   /// arguments as std::async does: f and args are decay-copied when called
   /// here and passed to f as rvalues; std::ref(x) passes x by reference.
   template <class F, class... Args>
-  requires(sizeof...(Args) > 0) void spawn(F&& f, Args&&... args) {
+  requires(sizeof...(Args) > 0 &&
+           !std::is_same_v<std::decay_t<F>, priority>) void spawn(F&& f, Args&&... args) {
     check_callable<F, Args...>();
     spawn(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
   }
   /// submit(f) of f(args...), the arguments bound as spawn(f, args...) binds them.
   template <class F, class... Args>
-  requires(sizeof...(Args) > 0)
+  requires(sizeof...(Args) > 0 && !std::is_same_v<std::decay_t<F>, priority>)
       [[nodiscard]] future<detail::call_result_t<std::decay_t<F>, std::decay_t<Args>...>> submit(
           F&& f, Args&&... args) {
     check_callable<F, Args...>();
     return submit(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
   }
+
+  /// spawn(f) at priority p: wherever a worker chooses among queued jobs, a
+  /// higher priority goes first, with a rule that keeps a steady stream of
+  /// higher ones from starving the rest (docs/control.md, "Priorities").
+  /// priority::normal is spawn(f). In sequential mode jobs run in
+  /// submission order whatever their priority.
+  template <class F>
+  void spawn(priority p, F&& f) {
+    check_callable<F>();
+    if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+      post_to<detached_call<std::decay_t<F>>>(queue_of(p), this, std::forward<F>(f));
+    }
+  }
+  /// submit(f) at priority p (see spawn(priority, f)).
+  template <class F>
+  [[nodiscard]] future<detail::call_result_t<std::decay_t<F>&>> submit(priority p, F&& f) {
+    check_callable<F>();
+    if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+      return submit_checked(queue_of(p), std::forward<F>(f));
+    }
+    return {};
+  }
+
+  /// Runs f() on worker `worker` (0 <= worker < size()) and on no other
+  /// thread: the job waits in that worker's mailbox, which thieves and
+  /// helping threads skip, and jobs of one mailbox start in the order they
+  /// were sent. For thread-affine work and per-worker state
+  /// (docs/control.md, "A job on a chosen worker"). Throws usage_error for
+  /// an index out of range (always in sequential mode, which has no workers).
+  template <class F>
+  void spawn_on(std::size_t worker, F&& f) {
+    check_callable<F>();
+    if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+      post_to<detached_call<std::decay_t<F>>>(mailbox_of(worker), this, std::forward<F>(f));
+    }
+  }
+  /// submit(f) on worker `worker` (see spawn_on).
+  template <class F>
+  [[nodiscard]] future<detail::call_result_t<std::decay_t<F>&>> submit_on(std::size_t worker,
+                                                                          F&& f) {
+    check_callable<F>();
+    if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+      return submit_checked(mailbox_of(worker), std::forward<F>(f));
+    }
+    return {};
+  }
+
+  /// Stops starting jobs: the workers finish the jobs they are running and
+  /// take no new ones until resume(); submission goes on as before. A
+  /// running job that waits for work not yet started waits until resume()
+  /// (docs/control.md, "Pause, resume and purge"). Any thread; pausing a
+  /// paused pool does nothing. Throws usage_error in sequential mode.
+  void pause();
+  /// Lets the workers start jobs again; resuming a running pool does nothing.
+  void resume();
+  /// Whether the pool is paused.
+  [[nodiscard]] bool paused() const noexcept;
+  /// Drops every queued job that has not started and that purge may drop:
+  /// the jobs of spawn, submit (their futures throw job_cancelled),
+  /// spawn_on, submit_on, spawn_all, submit_all and task_groups (the group's
+  /// wait() throws job_cancelled); the other front ends' queued tasks stay
+  /// (docs/control.md). Returns how many it dropped; they are counted in
+  /// pool_stats::cancelled. Any thread, paused or not; on a running pool a
+  /// job a worker takes meanwhile may start instead.
+  std::size_t purge();
 
   /// Starts a run of g (weft/graph.hpp); the future is ready when every task
   /// has finished or been skipped, and rethrows the run's first exception.
@@ -283,6 +438,7 @@ class pool {
 
  private:
   friend struct detail::continuation_access;
+  friend class job;  // runs or drops a job handed to an overflow callable
   // Batches (weft/batch.hpp): the builder and the two kinds of jobs.
   template <class Job>
   struct batch_builder;
@@ -300,8 +456,23 @@ class pool {
   template <class R>
   friend class future;
 
+  // Where a job is queued: for any worker (its deque, a lane or the
+  // injector, as push() chooses), a priority queue, or one worker's mailbox
+  // (src/control.cpp).
+  struct destination {
+    enum kind_t : std::uint8_t { any, high, low, mailbox } kind = any;
+    std::size_t worker = 0;  // for mailbox
+  };
+  static destination queue_of(priority p) noexcept {
+    if (p == priority::high) return {destination::high};
+    if (p == priority::low) return {destination::low};
+    return {};
+  }
+  // Throws usage_error unless worker < size().
+  [[nodiscard]] destination mailbox_of(std::size_t worker) const;
+
   template <class F>
-  future<std::invoke_result_t<std::decay_t<F>&>> submit_checked(F&& f);
+  future<std::invoke_result_t<std::decay_t<F>&>> submit_checked(destination d, F&& f);
 
   // One clear message for what spawn and submit cannot run.
   template <class F, class... Args>
@@ -337,6 +508,10 @@ class pool {
       }
       return {};
     }
+    // purge() may drop it, unless F is the inner job of a front end that
+    // must see it run (it then says so with weft_keep_on_purge).
+    static constexpr bool cancellable = !requires { typename F::weft_keep_on_purge; };
+    no_epilogue cancel() noexcept { return {}; }
   };
 
   [[nodiscard]] bool sequential() const noexcept { return workers_.empty(); }
@@ -538,9 +713,69 @@ class pool {
   }
   static constexpr std::uint32_t flush_interval = 32;
 
-  // Allocates a heap job, stores `C{args...}` in it, counts it and queues it.
+  // Allocates a heap job, stores `C{args...}` in it, counts it and queues it
+  // (at d, under the pool's bound).
   template <class C, class... Args>
-  void post(Args&&... args);
+  void post_to(destination d, Args&&... args);
+  template <class C, class... Args>
+  void post(Args&&... args) {
+    post_to<C>(destination{}, std::forward<Args>(args)...);
+  }
+
+  // Queues j, built and counted by ticket t, at d. Without a bound
+  // (pool_options::capacity), or for one of our workers, that is all;
+  // else dispatch_bounded() applies the overflow policy. Throws only while
+  // j is still the caller's (queue_full, std::bad_alloc): once it returns
+  // or hands j over, j is the pool's (or the overflow callable's).
+  void dispatch(detail::job* j, destination d, const ticket& t) {
+    if (capacity_ == 0 || t.submission == 0) [[likely]] {
+      push_to(j, d);
+      return;
+    }
+    dispatch_bounded(j, d);
+  }
+  void dispatch_bounded(detail::job* j, destination d);
+  void push_to(detail::job* j, destination d) {
+    if (d.kind == destination::any) [[likely]] {
+      push(j);
+      return;
+    }
+    push_special(j, d);
+  }
+  // A priority queue or a mailbox (src/control.cpp).
+  void push_special(detail::job* j, destination d);
+  // Whether the calling thread is running one of our jobs (on a worker, or
+  // helping): its submissions are never held up by the bound.
+  [[nodiscard]] bool bounded_here() const noexcept { return capacity_ != 0 && !in_own_job(); }
+  [[nodiscard]] bool in_own_job() const noexcept {
+    unsigned e = 0;
+    return on_own_worker() || detail::running_scope::find(this, e);
+  }
+  // Bounded submission: takes a slot, or applies the policy when there is
+  // none (blocks, throws queue_full, or says what to do instead).
+  enum class admission : std::uint8_t { slot, run_here, hand_over };
+  admission admit();
+  // A job that held a slot has started, or was dropped (any thread).
+  void release_slot() noexcept;
+  // Called by every job kind that purge may drop, as it starts: gives back
+  // the job's slot of bounded submission, and says whether the job was
+  // dropped (job_flags::cancel) and must cancel instead of running.
+  static bool cancelled_at_start(pool* owner, const detail::job* j) noexcept {
+    const std::uint32_t flags = j->flags;
+    if (flags == 0) [[likely]]
+      return false;
+    if ((flags & detail::job_flags::throttled) != 0) owner->release_slot();
+    if ((flags & detail::job_flags::cancel) == 0) return false;
+    // Relaxed: a counter (stats()).
+    owner->cancelled_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  // Drops a cancellable job the caller took from a queue (or an overflow
+  // callable let go): it runs its cancel path.
+  static void cancel_job(detail::job* j) noexcept {
+    j->flags |= detail::job_flags::cancel;
+    j->run(j);
+  }
   template <class C>
   static void run_posted(detail::job* base) noexcept;
 
@@ -561,8 +796,44 @@ class pool {
   // were pushed (jobs[0, k)): n, or 0 when a queue could not grow for lack
   // of memory.
   std::size_t push_many(detail::job* const* jobs, std::size_t n) noexcept;
-  detail::job* find_work(detail::worker* self);
+  // The next job for a worker (self) or a helping thread (nullptr).
+  detail::job* find_work(detail::worker* self) {
+    // Relaxed: a hint. The queues that set it publish their jobs themselves,
+    // and a worker about to sleep looks at them directly (work_for()).
+    if (attention_.load(std::memory_order_relaxed) != 0) [[unlikely]]
+      return find_special(self);
+    return find_normal(self);
+  }
+  // find_work() while the pool is paused or a priority queue or mailbox has
+  // jobs (src/control.cpp): the order of docs/control.md, "Priorities".
+  detail::job* find_special(detail::worker* self);
+  // The worker's own deque, then the lanes, the injector and the others'
+  // deques.
+  detail::job* find_normal(detail::worker* self);
   detail::job* find_elsewhere(detail::worker* self);
+  // A job from a priority queue or mailbox, if any.
+  detail::job* take_special(detail::injector& q) noexcept;
+  // Idle search and sleep: whether worker w may find a job now (not paused,
+  // and some queue it takes from is non-empty). seq_cst loads throughout:
+  // the recheck after sleep_controller::prepare() (docs/sleep.md).
+  [[nodiscard]] bool work_for(const detail::worker& w) const noexcept;
+  // The cheap look of an idle worker's search loop: `full` also looks at
+  // the workers' deques.
+  [[nodiscard]] bool worth_a_look(const detail::worker& w, bool full) const noexcept {
+    // Relaxed: see find_work().
+    if (attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      return special_worth_a_look(w, full);
+    }
+    return full ? !all_queues_empty() : !outside_queues_empty();
+  }
+  [[nodiscard]] bool special_worth_a_look(const detail::worker& w, bool full) const noexcept;
+  // The `own` check of a parked worker (sleep_controller::park): whether its
+  // mailbox has a job it may start.
+  struct mail_check {
+    const pool* owner;
+    const detail::worker* worker;
+  };
+  static bool mail_for(const void* ctx) noexcept;
   detail::job* take_from_lanes(detail::worker* self);
   detail::job* steal_from_workers(detail::worker* self);
   // Owner only: moves self.batch into self's deque, for others to steal.
@@ -738,6 +1009,29 @@ class pool {
   std::mutex sequential_mutex_;
   std::deque<detail::job*> sequential_queue_;
 
+  // Pause, priorities and mailboxes (src/control.cpp). attention_ is
+  // non-zero while any of them needs find_work() to look past the plain
+  // queues: paused_weight while paused, plus one per job waiting in a
+  // priority queue or a mailbox. Read by every find_work(), written rarely.
+  static constexpr std::uint64_t paused_weight = std::uint64_t{1} << 62;
+  alignas(detail::cache_line) std::atomic<std::uint64_t> attention_{0};
+  std::mutex control_mutex_;  // serialises pause() and resume()
+  detail::injector high_{16};
+  detail::injector low_{16};
+  std::vector<std::unique_ptr<detail::injector>> mailboxes_;  // by worker index
+  std::atomic<std::size_t> cancelled_{0};                     // pool_stats::cancelled
+
+  // Bounded submission (pool_options::capacity; 0: none). queued_ counts
+  // the slots held by jobs not yet started; blocked submitters sleep on
+  // room_cv_ until one is given back.
+  const std::size_t capacity_;
+  overflow_policy on_full_;
+  alignas(detail::cache_line) std::atomic<std::size_t> queued_{0};
+  std::atomic<std::size_t> blocked_{0};
+  std::mutex room_mutex_;
+  std::condition_variable room_cv_;
+  std::atomic<std::size_t> overflowed_{0};  // pool_stats::overflowed
+
   // Exceptions of detached jobs not yet rethrown by wait().
   std::mutex errors_mutex_;
   std::deque<std::exception_ptr> errors_;
@@ -767,7 +1061,7 @@ void pool::spawn(F&& f) {
 }
 
 template <class C, class... Args>
-void pool::post(Args&&... args) {
+void pool::post_to(destination d, Args&&... args) {
   const ticket t = count_spawn();
   const submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
   detail::heap_job* j = nullptr;
@@ -785,8 +1079,9 @@ void pool::post(Args&&... args) {
     throw;
   }
   j->run = &run_posted<C>;
+  if constexpr (C::cancellable) j->flags = detail::job_flags::cancellable;
   try {
-    push(j);
+    dispatch(j, d, t);
   } catch (...) {
     detail::destroy_callable<C>(j);
     discard(j);
@@ -801,7 +1096,9 @@ void pool::run_posted(detail::job* base) noexcept {
   pool* owner = c->owner;
   {
     const detail::running_scope running{owner, j->epoch};
-    auto epilogue = (*c)();
+    // Only a cancellable kind is ever dropped (purge(), weft::job).
+    const bool dropped = cancelled_at_start(owner, j) && C::cancellable;
+    auto epilogue = dropped ? c->cancel() : (*c)();
     // The callable and its captures go before anybody waiting for the job
     // is released (the epilogue, or the count below), so their destructors
     // never run after the waiter returned.
@@ -1040,12 +1337,17 @@ bool pool::hand_off(Body&& body) {
 
 namespace detail {
 
+// The exception a dropped job's future holds (job_cancelled; std::bad_alloc's
+// if there is no memory for that).
+std::exception_ptr cancelled_error() noexcept;
+
 template <class R, class F>
 struct future_job final : future_state<R> {
   template <class G>
   future_job(pool* owner, G&& g) {
     fn.emplace(std::forward<G>(g));
     this->run = &run_job;
+    this->flags = job_flags::cancellable;
     this->owner = owner;
     this->destroy = &destroy_job;
   }
@@ -1055,7 +1357,12 @@ struct future_job final : future_state<R> {
     pool* owner = self->owner;
     job_cache& counted = *self->counted;
     const unsigned epoch = self->epoch;
-    {
+    // Dropped before it started (purge(), weft::job): the future throws.
+    const bool dropped = pool::cancelled_at_start(owner, self);
+    if (dropped) [[unlikely]] {
+      self->error = cancelled_error();
+      self->fn.reset();
+    } else {
       const running_scope running{owner, epoch};
       try {
         // NOLINTBEGIN(bugprone-unchecked-optional-access): engaged until here
@@ -1078,7 +1385,8 @@ struct future_job final : future_state<R> {
     // exception then goes to the pool's error path.
     self->done.set();
     if (self->drop()) {
-      if (self->error) owner->report_error(self->error);
+      // Nobody wanted the result of a dropped job: no error either.
+      if (self->error && !dropped) owner->report_error(self->error);
       destroy_job(self);
     }
     // Last: the pool may be destroyed once the job counts as finished.
@@ -1096,12 +1404,14 @@ template <class F>
 future<detail::call_result_t<std::decay_t<F>&>> pool::submit(F&& f) {
   check_callable<F>();
   // Nothing more to report when f cannot be called.
-  if constexpr (std::is_invocable_v<std::decay_t<F>&>) return submit_checked(std::forward<F>(f));
+  if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+    return submit_checked(destination{}, std::forward<F>(f));
+  }
   return {};
 }
 
 template <class F>
-future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(F&& f) {
+future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(destination d, F&& f) {
   using R = std::invoke_result_t<std::decay_t<F>&>;
   using state = detail::future_job<R, std::decay_t<F>>;
   const ticket t = count_spawn();
@@ -1111,7 +1421,7 @@ future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(F&& f) {
     s = new state(this, std::forward<F>(f));
     s->counted = t.cache;
     s->epoch = t.epoch;
-    push(s);
+    dispatch(s, d, t);
   } catch (...) {
     delete s;
     count_finished(*t.cache, t.epoch, 1);

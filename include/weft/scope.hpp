@@ -104,6 +104,8 @@ class scope {
 // An attachment's callable, run by pool::spawn's job.
 template <class G>
 struct scope::attached {
+  // The scope counts on every attachment finishing: pool::purge() keeps it.
+  using weft_keep_on_purge = void;
   template <class H>
   attached(scope* s, H&& h) : owner(s) {
     fn.emplace(std::forward<H>(h));
@@ -200,6 +202,8 @@ struct scope_state final : future_state<R>, scope {
 // discarded when R is void).
 template <class R, class F>
 struct scope_root {
+  // The scope counts on its root finishing: pool::purge() keeps it.
+  using weft_keep_on_purge = void;
   template <class G>
   scope_root(scope_state<R>* s, G&& g) : state(s) {
     fn.emplace(std::forward<G>(g));

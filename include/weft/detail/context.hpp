@@ -34,7 +34,7 @@ struct alignas(cache_line) worker {
     }
     ++remote_finished[j->epoch];
     if (remote_head == nullptr) remote_tail = j;
-    j->next = remote_head;
+    j->set_next(remote_head);
     remote_head = j;
     if (++remote_count == remote_batch) flush_remote();
   }
@@ -75,6 +75,7 @@ struct alignas(cache_line) worker {
   std::size_t remote_count = 0;
   std::uint64_t remote_finished[2] = {0, 0};
   std::uint32_t jobs_since_flush = 0;  // owner only: see pool::flush_now_and_then()
+  std::uint32_t picks = 0;             // owner only: pool::find_special()'s turn
 
   // pool::stats(): written by the owner only, read by anyone. One writer, so
   // a relaxed load and store (plain moves on x86) count without a locked

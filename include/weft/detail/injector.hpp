@@ -17,7 +17,8 @@ namespace weft::detail {
 // protocol reads (docs/sleep.md).
 class injector {
  public:
-  injector() : ring_(initial_capacity) {}
+  // capacity: the ring's first size, a power of two (it doubles when full).
+  explicit injector(std::size_t capacity = initial_capacity) : ring_(capacity) {}
 
   // Any thread.
   void push(job* j) { push_many(&j, 1); }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <new>
@@ -24,19 +25,45 @@ namespace weft::detail {
 struct job {
   using run_fn = void (*)(job*) noexcept;
   run_fn run;
+  // job_flags: what pool::purge() and bounded submission need to know of the
+  // job; 0 for most. Written before the job is queued, and by the thread
+  // that took it from a queue (which then owns it).
+  std::uint32_t flags = 0;
+  // 4 bytes of tail padding follow: a kind whose first member is 4 bytes
+  // wide gets it there (the Itanium ABI reuses a non-POD base's padding),
+  // so the flags cost it nothing (heap_job, graph_node).
 };
+
+// Bits of job::flags.
+namespace job_flags {
+// A job of pool::spawn, submit, spawn_on, a task_group...: purge() may drop
+// it, by running it with `cancel` set (the kind then cancels instead).
+inline constexpr std::uint32_t cancellable = 1;
+// Set by whoever drops a cancellable job: run() then cancels it (a future
+// gets job_cancelled, a detached job is counted cancelled).
+inline constexpr std::uint32_t cancel = 2;
+// Holds a slot of the pool's bounded submission (pool_options::capacity),
+// given back when the job starts or is cancelled.
+inline constexpr std::uint32_t throttled = 4;
+}  // namespace job_flags
 
 class job_cache;
 
 // A job from a free list, with the callable stored inline when it fits.
+// While free, the free-list link lives in the callable's storage.
 struct alignas(cache_line) heap_job : job {
   static constexpr std::size_t storage_size = cache_line - 3 * sizeof(void*);
-  union {
-    heap_job* next = nullptr;  // while free: the free-list link
-    unsigned epoch;            // while queued or running: its epoch parity (pool::wait)
-  };
+  unsigned epoch = 0;         // while queued or running: its epoch parity (pool::wait)
   job_cache* home = nullptr;  // the cache the memory belongs to
   alignas(void*) std::byte storage[storage_size];
+
+  // While free: the next free job.
+  [[nodiscard]] heap_job* next() const noexcept {
+    heap_job* n = nullptr;
+    std::memcpy(&n, storage, sizeof(heap_job*));
+    return n;
+  }
+  void set_next(heap_job* n) noexcept { std::memcpy(storage, &n, sizeof(heap_job*)); }
 };
 static_assert(sizeof(heap_job) == cache_line);
 
@@ -67,13 +94,13 @@ class job_cache {
   heap_job* allocate() {
     if (free_ == nullptr) refill();
     heap_job* j = free_;
-    free_ = j->next;
+    free_ = j->next();
     return j;
   }
 
   // Owner only.
   void release_local(heap_job* j) noexcept {
-    j->next = free_;
+    j->set_next(free_);
     free_ = j;
   }
 
@@ -81,7 +108,7 @@ class job_cache {
   void release_remote(heap_job* first, heap_job* last) noexcept {
     heap_job* head = remote_.load(std::memory_order_relaxed);
     do {
-      last->next = head;
+      last->set_next(head);
       // Release pairs with the acquire exchange in refill(): the owner sees
       // the links and everything the jobs' last runners wrote into them.
     } while (!remote_.compare_exchange_weak(head, first, std::memory_order_release,
@@ -135,7 +162,7 @@ inline void job_cache::refill() {
   auto chunk = std::make_unique_for_overwrite<heap_job[]>(n);
   for (std::size_t i = 0; i < n; ++i) {
     chunk[i].home = this;
-    chunk[i].next = i + 1 < n ? &chunk[i + 1] : nullptr;
+    chunk[i].set_next(i + 1 < n ? &chunk[i + 1] : nullptr);
   }
   free_ = &chunk[0];
   chunks_.push_back(std::move(chunk));

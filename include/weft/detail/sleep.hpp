@@ -61,8 +61,11 @@ class sleep_controller {
 
   // Worker: sleep until a producer grants a token (then sleeping ->
   // searching) or stop() is called (then it is neither). Returns false when
-  // the pool is stopping.
-  bool park();
+  // the pool is stopping. Tokens are anonymous: any sleeper may take one. So
+  // for work that only this worker may take (its mailbox), `own(ctx)` is
+  // asked too, under the lock, after every notification: true wakes it
+  // (sleeping -> searching) without a token (see wake_sleepers()).
+  bool park(bool (*own)(const void*) noexcept = nullptr, const void* ctx = nullptr);
 
   // Producer, after making a job visible with a seq_cst store.
   void new_work() noexcept {
@@ -70,6 +73,17 @@ class sleep_controller {
     const std::uint64_t s = state_.load(std::memory_order_seq_cst);
     if (searchers(s) == 0 && sleepers(s) > tokens(s)) wake_one(s);
   }
+
+  // Any thread, after resuming a paused pool: grants every sleeper a token,
+  // searchers or not. seq_cst, as in new_work().
+  void wake_all() noexcept;
+
+  // Any thread, after making visible (with a seq_cst store) work that only
+  // one worker may take: notifies the sleepers, so that the one it is for
+  // finds it through park()'s `own` check. A token would not do: a worker
+  // that announced its sleep later could take it instead. seq_cst, as in
+  // new_work().
+  void wake_sleepers() noexcept;
 
   // Any thread; a hint: whether a worker has been woken and has not run
   // yet. Relaxed: an outside waiter only chooses how to wait by it.

@@ -1,0 +1,367 @@
+// Pool control (docs/control.md): pause, resume and purge; priorities; the
+// per-worker mailboxes of spawn_on; bounded submission with its overflow
+// policies; weft::job. The plain path of find_work() never comes here: it
+// looks at attention_ once and goes on when it is zero.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weft/pool.hpp"
+
+namespace weft {
+
+namespace detail {
+
+std::exception_ptr cancelled_error() noexcept {
+  try {
+    return std::make_exception_ptr(
+        job_cancelled("weft: the job was dropped before it started (pool::purge(), or an "
+                      "overflow callable let its weft::job go); none of it ran"));
+  } catch (...) {
+    return std::current_exception();  // std::bad_alloc
+  }
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Where jobs go
+
+pool::destination pool::mailbox_of(std::size_t worker) const {
+  if (worker < size()) return {destination::mailbox, worker};
+  if (sequential()) {
+    throw usage_error("weft::pool::spawn_on/submit_on: pool '" + name_ +
+                      "' is sequential (threads = 0) and has no workers to choose from; use "
+                      "spawn/submit");
+  }
+  throw usage_error("weft::pool::spawn_on/submit_on: worker " + std::to_string(worker) +
+                    " does not exist; pool '" + name_ + "' has workers 0 to " +
+                    std::to_string(size() - 1) + " (pool::size())");
+}
+
+void pool::push_special(detail::job* j, destination d) {
+  if (sequential()) {
+    push(j);  // one queue, in submission order (docs/control.md)
+    return;
+  }
+  detail::injector& q = d.kind == destination::mailbox ? *mailboxes_[d.worker]
+                        : d.kind == destination::high  ? high_
+                                                       : low_;
+  // Counted before it is queued: a thread that finds the job (the queue's
+  // seq_cst store publishes it) also sees attention_ raised, so its
+  // find_work() looks past the plain queues. Relaxed for that reason.
+  attention_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    q.push(j);
+  } catch (...) {
+    attention_.fetch_sub(1, std::memory_order_relaxed);
+    throw;
+  }
+  if (d.kind == destination::mailbox) {
+    // Only one worker may take it: new_work() would wake any sleeper (or
+    // nobody, while another worker searches).
+    sleep_.wake_sleepers();
+  } else {
+    sleep_.new_work();
+  }
+}
+
+detail::job* pool::take_special(detail::injector& q) noexcept {
+  detail::job* j = q.pop();
+  // Relaxed: see push_special().
+  if (j != nullptr) attention_.fetch_sub(1, std::memory_order_relaxed);
+  return j;
+}
+
+detail::job* pool::find_special(detail::worker* self) {
+  // Relaxed: see find_work(). While paused nothing starts.
+  if (attention_.load(std::memory_order_relaxed) >= paused_weight) return nullptr;
+  if (self != nullptr) {
+    if (detail::job* j = take_special(*mailboxes_[self->index])) {
+      detail::worker::bump(self->counts.jobs);
+      return j;
+    }
+  }
+  // The order among the three priorities: high, normal, low; but every 8th
+  // pick normal comes first, and every 64th low, so that a steady stream of
+  // higher jobs delays the lower ones without starving them.
+  static thread_local std::uint32_t outsider_picks = 0;
+  const std::uint32_t pick = self != nullptr ? ++self->picks : ++outsider_picks;
+  auto special = [&](detail::injector& q) -> detail::job* {
+    detail::job* j = take_special(q);
+    if (j != nullptr && self != nullptr) detail::worker::bump(self->counts.jobs);
+    return j;
+  };
+  enum source : std::uint8_t { high, normal, low };
+  static constexpr source usual[] = {high, normal, low};
+  static constexpr source normal_first[] = {normal, high, low};
+  static constexpr source low_first[] = {low, normal, high};
+  const source* order = pick % 64 == 0 ? low_first : pick % 8 == 0 ? normal_first : usual;
+  for (int k = 0; k < 3; ++k) {
+    detail::job* j =
+        order[k] == normal ? find_normal(self) : special(order[k] == high ? high_ : low_);
+    if (j != nullptr) return j;
+  }
+  return nullptr;
+}
+
+bool pool::work_for(const detail::worker& w) const noexcept {
+  // seq_cst: after sleep_controller::prepare(), a Dekker pair with resume()
+  // (its seq_cst RMW of attention_, then wake_all()'s load of the state).
+  if (attention_.load(std::memory_order_seq_cst) >= paused_weight) return false;
+  // The queues' seq_cst loads: the other half of their producers' pairs
+  // (docs/sleep.md); mailboxes and priority queues are injectors too.
+  return !all_queues_empty() || !high_.empty() || !low_.empty() || !mailboxes_[w.index]->empty();
+}
+
+bool pool::mail_for(const void* ctx) noexcept {
+  const auto* c = static_cast<const mail_check*>(ctx);
+  // Relaxed: under the sleep lock, which the producer took after its push
+  // and its raise of attention_; resume() takes it too (wake_all()).
+  if (c->owner->attention_.load(std::memory_order_relaxed) >= paused_weight) return false;
+  return !c->owner->mailboxes_[c->worker->index]->empty();
+}
+
+bool pool::special_worth_a_look(const detail::worker& w, bool full) const noexcept {
+  // Relaxed: the search loop polls; the last look before sleeping is
+  // work_for().
+  const std::uint64_t a = attention_.load(std::memory_order_relaxed);
+  if (a >= paused_weight) return false;
+  if (!high_.empty() || !low_.empty() || !mailboxes_[w.index]->empty()) return true;
+  return full ? !all_queues_empty() : !outside_queues_empty();
+}
+
+// ---------------------------------------------------------------------------
+// Pause, resume, purge
+
+void pool::pause() {
+  if (sequential()) {
+    throw usage_error("weft::pool::pause: pool '" + name_ +
+                      "' is sequential (threads = 0): its jobs run only inside waits, which a "
+                      "pause would make hang; do not wait instead");
+  }
+  std::lock_guard lock{control_mutex_};
+  if (paused()) return;
+  // Relaxed: workers see it at their next find_work(); one that reads it
+  // late starts one more job, which it could have started just before.
+  attention_.fetch_add(paused_weight, std::memory_order_relaxed);
+}
+
+void pool::resume() {
+  std::lock_guard lock{control_mutex_};
+  if (!paused()) return;
+  // seq_cst: a Dekker pair with work_for() after a worker's prepare():
+  // either it sees the pool resumed, or wake_all() sees it asleep.
+  attention_.fetch_sub(paused_weight, std::memory_order_seq_cst);
+  sleep_.wake_all();
+}
+
+bool pool::paused() const noexcept {
+  // Relaxed: a snapshot; pause() and resume() are ordered by their mutex.
+  return attention_.load(std::memory_order_relaxed) >= paused_weight;
+}
+
+std::size_t pool::purge() {
+  std::size_t dropped = 0;
+  if (sequential()) {
+    std::deque<detail::job*> queued;
+    {
+      std::lock_guard lock{sequential_mutex_};
+      queued.swap(sequential_queue_);
+    }
+    std::deque<detail::job*> kept;
+    for (detail::job* j : queued) {
+      if ((j->flags & detail::job_flags::cancellable) != 0) {
+        cancel_job(j);
+        ++dropped;
+      } else {
+        kept.push_back(j);
+      }
+    }
+    std::lock_guard lock{sequential_mutex_};
+    sequential_queue_.insert(sequential_queue_.begin(), kept.begin(), kept.end());
+    return dropped;
+  }
+  // Jobs purge may not drop go back: to their priority queue or mailbox, or
+  // else to the injector (any worker may run them, as a thief would have).
+  std::vector<detail::job*> kept;
+  auto keep_in = [&](detail::job* j, detail::injector* home) {
+    try {
+      if (home != nullptr) {
+        push_special(j, {home == &high_ ? destination::high : destination::low});
+      } else {
+        kept.push_back(j);
+      }
+    } catch (...) {
+      execute(j);  // no memory to keep it queued: it runs here instead
+    }
+  };
+  auto sort = [&](detail::job* j, detail::injector* home) {
+    if ((j->flags & detail::job_flags::cancellable) != 0) {
+      cancel_job(j);
+      ++dropped;
+    } else {
+      keep_in(j, home);
+    }
+  };
+  // Mailboxes, priority queues and spawn_on jobs are all cancellable
+  // kinds unless a front end's job asks to be kept; those go back whole.
+  for (std::size_t i = 0; i < mailboxes_.size(); ++i) {
+    std::vector<detail::job*> back;
+    while (detail::job* j = take_special(*mailboxes_[i])) {
+      if ((j->flags & detail::job_flags::cancellable) != 0) {
+        cancel_job(j);
+        ++dropped;
+      } else {
+        back.push_back(j);
+      }
+    }
+    for (detail::job* j : back) {
+      try {
+        push_special(j, {destination::mailbox, i});
+      } catch (...) {
+        execute(j);
+      }
+    }
+  }
+  for (detail::injector* q : {&high_, &low_}) {
+    std::vector<detail::job*> taken;
+    while (detail::job* j = take_special(*q)) taken.push_back(j);
+    for (detail::job* j : taken) sort(j, q);
+  }
+  while (detail::job* j = injector_.pop()) sort(j, nullptr);
+  const detail::lane_set& lanes = *lanes_;
+  for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
+    detail::job* j = nullptr;
+    while (lanes[i].queue.take(&j, 1) == 1) sort(j, nullptr);
+  }
+  for (const auto& w : workers_) {
+    while (detail::job* j = w->deque.steal()) sort(j, nullptr);
+  }
+  if (!kept.empty()) {
+    try {
+      injector_.push_many(kept.data(), kept.size());
+      sleep_.new_work();
+    } catch (...) {
+      for (detail::job* j : kept) execute(j);
+    }
+  }
+  return dropped;
+}
+
+// ---------------------------------------------------------------------------
+// Bounded submission
+
+pool::admission pool::admit() {
+  std::size_t n = queued_.load(std::memory_order_relaxed);
+  bool counted = false;
+  for (;;) {
+    while (n < capacity_) {
+      // Relaxed: a slot is a count; the queue publishes the job.
+      if (queued_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) {
+        return admission::slot;
+      }
+    }
+    // Relaxed: a counter (stats()); once per submission, however long it
+    // blocks.
+    if (!std::exchange(counted, true)) overflowed_.fetch_add(1, std::memory_order_relaxed);
+    if (on_full_.handler_ == nullptr && on_full_.kind_ == overflow::block) {
+      std::unique_lock lock{room_mutex_};
+      // seq_cst: a Dekker pair with release_slot(): either it sees us
+      // blocked and notifies, or our check below sees its decrement.
+      blocked_.fetch_add(1, std::memory_order_seq_cst);
+      room_cv_.wait(lock, [&] { return queued_.load(std::memory_order_seq_cst) < capacity_; });
+      blocked_.fetch_sub(1, std::memory_order_relaxed);
+      n = queued_.load(std::memory_order_relaxed);
+      continue;
+    }
+    if (on_full_.handler_ != nullptr) return admission::hand_over;
+    if (on_full_.kind_ == overflow::run_here) return admission::run_here;
+    throw queue_full("weft: pool '" + name_ + "' already holds " + std::to_string(capacity_) +
+                     " submitted jobs not yet started (pool_options::capacity) and its policy is "
+                     "overflow::reject; retry later, or choose block or run_here");
+  }
+}
+
+void pool::release_slot() noexcept {
+  // seq_cst: see admit().
+  queued_.fetch_sub(1, std::memory_order_seq_cst);
+  if (blocked_.load(std::memory_order_seq_cst) == 0) return;
+  // Under the lock: orders us against a submitter between its check and
+  // its wait.
+  { std::lock_guard lock{room_mutex_}; }
+  room_cv_.notify_one();
+}
+
+void pool::dispatch_bounded(detail::job* j, destination d) {
+  if (in_own_job()) {
+    // A job of ours that had to wait for room could wait for itself.
+    push_to(j, d);
+    return;
+  }
+  switch (admit()) {
+    case admission::slot:
+      j->flags |= detail::job_flags::throttled;
+      try {
+        push_to(j, d);
+      } catch (...) {
+        j->flags &= ~detail::job_flags::throttled;
+        release_slot();
+        throw;
+      }
+      return;
+    case admission::run_here:
+      execute(j);
+      return;
+    case admission::hand_over:
+      try {
+        on_full_.handler_(job{this, j});
+      } catch (...) {
+        // The job is the callable's now (dropped, if it still held it):
+        // the exception goes where a job's would.
+        report_error(std::current_exception());
+      }
+      return;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// weft::job
+
+job::job(job&& other) noexcept
+    : pool_(std::exchange(other.pool_, nullptr)), job_(std::exchange(other.job_, nullptr)) {}
+
+job& job::operator=(job&& other) noexcept {
+  if (this != &other) {
+    reset();
+    pool_ = std::exchange(other.pool_, nullptr);
+    job_ = std::exchange(other.job_, nullptr);
+  }
+  return *this;
+}
+
+job::~job() { reset(); }
+
+void job::run() {
+  if (job_ == nullptr) {
+    throw usage_error(
+        "weft::job::run: the job is empty (default-constructed, moved from, already run or "
+        "reset); run the weft::job the overflow callable received, once");
+  }
+  detail::job* j = std::exchange(job_, nullptr);
+  std::exchange(pool_, nullptr)->execute(j);
+}
+
+void job::reset() noexcept {
+  if (job_ == nullptr) return;
+  pool* const owner = std::exchange(pool_, nullptr);
+  detail::job* j = std::exchange(job_, nullptr);
+  if ((j->flags & detail::job_flags::cancellable) != 0) {
+    pool::cancel_job(j);
+  } else {
+    // A kind that must run (a front end's inner job): it runs here.
+    owner->execute(j);
+  }
+}
+
+}  // namespace weft
