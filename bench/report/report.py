@@ -137,6 +137,12 @@ TARGETS = [
     Target("timers/1ms", "spawn_after", 100_000, unit="ns"),
     Target("timers/1ms (p99)", "spawn_after", 1_000_000, unit="ns"),
     Target("timers/1h_pending", "spawn_after", 1.0, unit="ms cpu"),
+    # Issue 10: 1,000,000 empty jobs into a pool bounded at 256 that runs
+    # them on the spawning thread when full, beside libgomp's throttled
+    # single creator; Hipe's compute test, speed-up >= 1.95 on 2 workers.
+    Target("empty_jobs/1000000", "spawn_capacity256_run_here", 1.2, Ref("omp")),
+    Target("hipe/compute_4_jobs", "submit", round(1 / 1.95, 3), Ref("seq")),
+    Target("hipe/compute_64_jobs", "submit", round(1 / 1.95, 3), Ref("seq")),
 ]
 
 NOTES = """\
