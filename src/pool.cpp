@@ -540,7 +540,6 @@ void pool::traced_execute(detail::job* j) noexcept {
     // No memory for this thread's ring: the job runs untraced.
   }
   detail::trace_ring* const outer_ring = std::exchange(detail::current_trace, ring);
-  const detail::tracer* const outer_tracer = std::exchange(detail::current_tracer, tracer_.get());
   detail::trace_record_words r = tracer_->job_record();
   r.start = detail::tracer::now();
   if (sequential()) {
@@ -551,7 +550,6 @@ void pool::traced_execute(detail::job* j) noexcept {
   r.end = detail::tracer::now();
   if (ring != nullptr) ring->put(r);
   detail::current_trace = outer_ring;
-  detail::current_tracer = outer_tracer;
 }
 
 void pool::write_trace(const std::string& path) const {

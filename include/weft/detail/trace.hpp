@@ -202,26 +202,24 @@ inline void trace_ring::span(trace_kind kind, std::string_view name, std::uint64
 // The ring of the job this thread is running for a traced pool (null when
 // none is), set by pool::execute(); graphs and flows add their tasks to it.
 inline constinit thread_local trace_ring* current_trace = nullptr;
-inline constinit thread_local const tracer* current_tracer = nullptr;
 
 // A named task's slice and the edges it released: what graph and flow
 // record around a task when the pool is traced. `id` identifies the task
 // for the edges that release it (0: it has no predecessor).
 class task_trace {
  public:
-  task_trace(std::string_view name, std::uint64_t released_by) noexcept
-      : ring_(current_trace), tracer_(current_tracer) {
+  task_trace(std::string_view name, std::uint64_t released_by) noexcept : ring_(current_trace) {
     if (ring_ == nullptr) return;
     set_trace_name(record_, name);
     record_.kind = static_cast<std::uint64_t>(trace_kind::slice);
     record_.arg = released_by;
-    record_.start = tracer_->now();
+    record_.start = tracer::now();
   }
   task_trace(const task_trace&) = delete;
   task_trace& operator=(const task_trace&) = delete;
   ~task_trace() {
     if (ring_ == nullptr) return;
-    record_.end = tracer_->now();
+    record_.end = tracer::now();
     ring_->put(record_);
   }
   // Renames the slice (before it ends).
@@ -234,14 +232,13 @@ class task_trace {
     if (ring_ == nullptr) return;
     trace_record_words r;
     r.kind = static_cast<std::uint64_t>(trace_kind::release);
-    r.start = tracer_->now();
+    r.start = tracer::now();
     r.arg = id;
     ring_->put(r);
   }
 
  private:
   trace_ring* ring_;
-  const tracer* tracer_;
   trace_record_words record_;
 };
 
