@@ -73,11 +73,28 @@ detail::job* pool::take_special(detail::injector& q) noexcept {
   return j;
 }
 
+detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept {
+  // Relaxed: see find_work().
+  if (j == nullptr || attention_.load(std::memory_order_relaxed) < paused_weight) return j;
+  // A priority queue's or mailbox's job is counted again, as push_special()
+  // counts it (the plain queues are not counted).
+  const bool special = &q != &injector_;
+  if (special) attention_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    q.push_front(j);
+  } catch (...) {
+    if (special) attention_.fetch_sub(1, std::memory_order_relaxed);
+    return j;  // no memory to hold it back: it runs after all
+  }
+  return nullptr;
+}
+
 detail::job* pool::find_special(detail::worker* self) {
   // Relaxed: see find_work(). While paused nothing starts.
   if (attention_.load(std::memory_order_relaxed) >= paused_weight) return nullptr;
   if (self != nullptr) {
-    if (detail::job* j = take_special(*mailboxes_[self->index])) {
+    detail::injector& mine = *mailboxes_[self->index];
+    if (detail::job* j = hold_if_paused(take_special(mine), mine)) {
       detail::worker::bump(self->counts.jobs);
       return j;
     }
@@ -88,7 +105,7 @@ detail::job* pool::find_special(detail::worker* self) {
   static thread_local std::uint32_t outsider_picks = 0;
   const std::uint32_t pick = self != nullptr ? ++self->picks : ++outsider_picks;
   auto special = [&](detail::injector& q) -> detail::job* {
-    detail::job* j = take_special(q);
+    detail::job* j = hold_if_paused(take_special(q), q);
     if (j != nullptr && self != nullptr) detail::worker::bump(self->counts.jobs);
     return j;
   };

@@ -388,7 +388,20 @@ std::size_t pool::push_many(detail::job* const* jobs, std::size_t n) noexcept {
 }
 
 detail::job* pool::find_normal(detail::worker* self) {
-  if (self == nullptr) return find_elsewhere(nullptr);
+  // A job taken from another thread's queue is looked at again for the
+  // pause: taking it synchronised with its push, so a pause() that returned
+  // before that push is seen here, and the job waits (find_work()'s first
+  // look may have come too early). The own deque needs no second look: its
+  // jobs were pushed by this thread, or taken from elsewhere after a look
+  // like this one.
+  if (self == nullptr) {
+    detail::job* j = find_elsewhere(nullptr);
+    // Relaxed: see find_work().
+    if (j != nullptr && attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      return hold_if_paused(j, injector_);
+    }
+    return j;
+  }
   detail::job* j = self->deque.pop();
   if (j == nullptr) {
     // Going to look elsewhere is a good moment to hand our counts to a
@@ -396,6 +409,11 @@ detail::job* pool::find_normal(detail::worker* self) {
     if (flush_requested()) hand_over_counts(*self);
     j = find_elsewhere(self);
     if (j == nullptr) return nullptr;
+    // Relaxed: see find_work().
+    if (attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      j = hold_if_paused(j, injector_);
+      if (j == nullptr) return nullptr;
+    }
   }
   detail::worker::bump(self->counts.jobs);
   return j;

@@ -43,7 +43,9 @@ struct join_half {
 
   explicit join_half(F& f) noexcept : fn(&f) {}
 
-  void invoke() noexcept {
+  // Always inline: it is the whole fork-join fast path, and GCC stopped
+  // inlining it into join_access::run() when the job header grew.
+  [[gnu::always_inline]] void invoke() noexcept {
     try {
       if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
         (*fn)();

@@ -326,7 +326,9 @@ class pool {
   }
 
   /// Stops starting jobs: the workers finish the jobs they are running and
-  /// take no new ones until resume(); submission goes on as before. A
+  /// take no new ones until resume() (no job submitted after pause()
+  /// returned starts before resume(); one a worker was taking just then may
+  /// start); submission goes on as before. A
   /// running job that waits for work not yet started waits until resume()
   /// (docs/control.md, "Pause, resume and purge"). Any thread; pausing a
   /// paused pool does nothing. Throws usage_error in sequential mode.
@@ -762,8 +764,10 @@ class pool {
   // dropped (job_flags::cancel) and must cancel instead of running.
   static bool cancelled_at_start(pool* owner, const detail::job* j) noexcept {
     const std::uint32_t flags = j->flags;
-    if (flags == 0) [[likely]]
+    constexpr std::uint32_t acted_on = detail::job_flags::throttled | detail::job_flags::cancel;
+    if ((flags & acted_on) == 0) [[likely]] {
       return false;
+    }
     if ((flags & detail::job_flags::throttled) != 0) owner->release_slot();
     if ((flags & detail::job_flags::cancel) == 0) return false;
     // Relaxed: a counter (stats()).
@@ -800,15 +804,22 @@ class pool {
   detail::job* find_work(detail::worker* self) {
     // Relaxed: a hint. The queues that set it publish their jobs themselves,
     // and a worker about to sleep looks at them directly (work_for()).
-    if (attention_.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    if (attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
       return find_special(self);
+    }
     return find_normal(self);
   }
+  // j (or nullptr) was taken from q, or for the injector from any plain
+  // queue, as the pool was being paused: puts it back at q's front and
+  // returns nullptr. Returns j if the pool is not paused, or if there is no
+  // memory to put it back.
+  detail::job* hold_if_paused(detail::job* j, detail::injector& q) noexcept;
   // find_work() while the pool is paused or a priority queue or mailbox has
   // jobs (src/control.cpp): the order of docs/control.md, "Priorities".
   detail::job* find_special(detail::worker* self);
   // The worker's own deque, then the lanes, the injector and the others'
-  // deques.
+  // deques; a job taken from elsewhere is held back if the pool was paused
+  // meanwhile.
   detail::job* find_normal(detail::worker* self);
   detail::job* find_elsewhere(detail::worker* self);
   // A job from a priority queue or mailbox, if any.

@@ -37,6 +37,19 @@ class injector {
     size_.store(count_, std::memory_order_seq_cst);
   }
 
+  // Any thread: puts j back at the front, as the next job pop() returns (a
+  // job taken just as its pool was paused). Throws only std::bad_alloc, and
+  // then j was not added.
+  void push_front(job* j) {
+    std::lock_guard lock{mutex_};
+    if (count_ == ring_.size()) grow();
+    head_ = (head_ + ring_.size() - 1) & (ring_.size() - 1);
+    ring_[head_] = j;
+    ++count_;
+    // seq_cst: as in push_many().
+    size_.store(count_, std::memory_order_seq_cst);
+  }
+
   // Any thread. Takes the oldest job and up to `extra` more into `out`
   // (oldest first), so a worker pays for the lock once per batch.
   job* pop(std::vector<job*>* out = nullptr, std::size_t extra = 0) {
