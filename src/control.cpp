@@ -2,10 +2,14 @@
 // per-worker mailboxes of spawn_on; bounded submission with its overflow
 // policies; weft::job. The plain path of find_work() never comes here: it
 // looks at attention_ once and goes on when it is zero.
+#include <algorithm>
+#include <array>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "weft/detail/worker_start.hpp"
 #include "weft/pool.hpp"
 
 namespace weft {
@@ -61,6 +65,11 @@ void pool::push_special(detail::job* j, destination d) {
     // Only one worker may take it: new_work() would wake any sleeper (or
     // nobody, while another worker searches).
     sleep_.wake_sleepers();
+    // seq_cst: a Dekker pair with shrink()'s store of size_ and its look at
+    // the leavers' mailboxes after it (seq_cst loads): either it finds our
+    // job, or we see that the worker has left (or is leaving) and move the
+    // job where any worker takes it.
+    if (d.worker >= size_.load(std::memory_order_seq_cst)) rescue_mail(d.worker);
   } else {
     sleep_.new_work();
   }
@@ -90,6 +99,10 @@ detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept 
 }
 
 detail::job* pool::find_special(detail::worker* self) {
+  // A worker that resize() takes away stops looking at its loop's top level
+  // (idle() then returns), never inside one of its jobs' waits (depth > 0):
+  // the job it runs finishes first.
+  if (self != nullptr && detail::tls.depth == 0 && leaving(*self)) return nullptr;
   // Relaxed: see find_work(). While paused nothing starts.
   if (attention_.load(std::memory_order_relaxed) >= paused_weight) return nullptr;
   if (self != nullptr) {
@@ -122,29 +135,40 @@ detail::job* pool::find_special(detail::worker* self) {
   return nullptr;
 }
 
-bool pool::work_for(const detail::worker& w) const noexcept {
-  // seq_cst: after sleep_controller::prepare(), a Dekker pair with resume()
-  // (its seq_cst RMW of attention_, then wake_all()'s load of the state).
-  if (attention_.load(std::memory_order_seq_cst) >= paused_weight) return false;
+pool::outlook pool::outlook_for(const detail::worker& w, bool priorities,
+                                std::memory_order order) const noexcept {
+  if (leaving(w, order)) return outlook::leave;
+  if (attention_.load(order) >= paused_weight) return outlook::paused;
   // The queues' seq_cst loads: the other half of their producers' pairs
   // (docs/sleep.md); mailboxes and priority queues are injectors too.
-  return !all_queues_empty() || !high_.empty() || !low_.empty() || !mailboxes_[w.index]->empty();
+  if (!mailboxes_[w.index]->empty()) return outlook::special_job;
+  if (priorities && (!high_.empty() || !low_.empty())) return outlook::special_job;
+  return outlook::none;
+}
+
+bool pool::work_for(const detail::worker& w) const noexcept {
+  // seq_cst: after sleep_controller::prepare(), a Dekker pair with resume()
+  // (its seq_cst RMW of attention_, then wake_all()'s load of the state)
+  // and with shrink() (its store of target_, then wake_sleepers()' load).
+  const outlook o = outlook_for(w, true, std::memory_order_seq_cst);
+  if (o != outlook::none) return o != outlook::paused;
+  return !all_queues_empty();
 }
 
 bool pool::mail_for(const void* ctx) noexcept {
   const auto* c = static_cast<const mail_check*>(ctx);
   // Relaxed: under the sleep lock, which the producer took after its push
-  // and its raise of attention_; resume() takes it too (wake_all()).
-  if (c->owner->attention_.load(std::memory_order_relaxed) >= paused_weight) return false;
-  return !c->owner->mailboxes_[c->worker->index]->empty();
+  // and its raise of attention_; resume() and shrink() take it too, after
+  // their stores (wake_all(), wake_sleepers()).
+  const outlook o = c->owner->outlook_for(*c->worker, false, std::memory_order_relaxed);
+  return o == outlook::leave || o == outlook::special_job;
 }
 
 bool pool::special_worth_a_look(const detail::worker& w, bool full) const noexcept {
   // Relaxed: the search loop polls; the last look before sleeping is
   // work_for().
-  const std::uint64_t a = attention_.load(std::memory_order_relaxed);
-  if (a >= paused_weight) return false;
-  if (!high_.empty() || !low_.empty() || !mailboxes_[w.index]->empty()) return true;
+  const outlook o = outlook_for(w, true, std::memory_order_relaxed);
+  if (o != outlook::none) return o != outlook::paused;
   return full ? !all_queues_empty() : !outside_queues_empty();
 }
 
@@ -201,69 +225,168 @@ std::size_t pool::purge() {
   }
   // Jobs purge may not drop go back: to their priority queue or mailbox, or
   // else to the injector (any worker may run them, as a thief would have).
+  // A front end's job that asks to be kept is the only kind that does.
   std::vector<detail::job*> kept;
-  auto keep_in = [&](detail::job* j, detail::injector* home) {
+  auto sort = [&](detail::job* j, destination home) {
+    if ((j->flags & detail::job_flags::cancellable) != 0) {
+      cancel_job(j);
+      ++dropped;
+      return;
+    }
     try {
-      if (home != nullptr) {
-        push_special(j, {home == &high_ ? destination::high : destination::low});
-      } else {
+      if (home.kind == destination::any) {
         kept.push_back(j);
+      } else {
+        push_special(j, home);
       }
     } catch (...) {
       execute(j);  // no memory to keep it queued: it runs here instead
     }
   };
-  auto sort = [&](detail::job* j, detail::injector* home) {
-    if ((j->flags & detail::job_flags::cancellable) != 0) {
-      cancel_job(j);
-      ++dropped;
-    } else {
-      keep_in(j, home);
-    }
-  };
-  // Mailboxes, priority queues and spawn_on jobs are all cancellable
-  // kinds unless a front end's job asks to be kept; those go back whole.
-  for (std::size_t i = 0; i < mailboxes_.size(); ++i) {
-    std::vector<detail::job*> back;
-    while (detail::job* j = take_special(*mailboxes_[i])) {
-      if ((j->flags & detail::job_flags::cancellable) != 0) {
-        cancel_job(j);
-        ++dropped;
-      } else {
-        back.push_back(j);
-      }
-    }
-    for (detail::job* j : back) {
-      try {
-        push_special(j, {destination::mailbox, i});
-      } catch (...) {
-        execute(j);
-      }
-    }
-  }
-  for (detail::injector* q : {&high_, &low_}) {
+  // Taken whole before any goes back, so that none is looked at twice.
+  auto sort_all = [&](detail::injector& q, destination home) {
     std::vector<detail::job*> taken;
-    while (detail::job* j = take_special(*q)) taken.push_back(j);
-    for (detail::job* j : taken) sort(j, q);
+    while (detail::job* j = take_special(q)) taken.push_back(j);
+    for (detail::job* j : taken) sort(j, home);
+  };
+  for (std::size_t i = 0; i < mailboxes_.size(); ++i) {
+    sort_all(*mailboxes_[i], {destination::mailbox, i});
   }
-  while (detail::job* j = injector_.pop()) sort(j, nullptr);
+  sort_all(high_, {destination::high});
+  sort_all(low_, {destination::low});
+  while (detail::job* j = injector_.pop()) sort(j, {});
   const detail::lane_set& lanes = *lanes_;
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
     detail::job* j = nullptr;
-    while (lanes[i].queue.take(&j, 1) == 1) sort(j, nullptr);
+    while (lanes[i].queue.take(&j, 1) == 1) sort(j, {});
   }
   for (const auto& w : workers_) {
-    while (detail::job* j = w->deque.steal()) sort(j, nullptr);
+    while (detail::job* j = w->deque.steal()) sort(j, {});
   }
-  if (!kept.empty()) {
-    try {
-      injector_.push_many(kept.data(), kept.size());
-      sleep_.new_work();
-    } catch (...) {
-      for (detail::job* j : kept) execute(j);
-    }
-  }
+  requeue(kept.data(), kept.size());
   return dropped;
+}
+
+void pool::requeue(detail::job* const* jobs, std::size_t n) noexcept {
+  if (n == 0) return;
+  try {
+    injector_.push_many(jobs, n);
+  } catch (...) {
+    for (std::size_t i = 0; i < n; ++i) execute(jobs[i]);  // no memory to queue them
+    return;
+  }
+  sleep_.new_work();
+}
+
+// ---------------------------------------------------------------------------
+// Resizing
+
+void pool::resize(std::size_t n) {
+  const std::string call = "weft::pool::resize(" + std::to_string(n) + "): pool '" + name_ + "' ";
+  if (sequential()) {
+    throw usage_error(call +
+                      "is sequential (threads = 0) and has no workers to add or take away; "
+                      "make it with threads >= 1 (and max_threads for room to grow)");
+  }
+  if (in_own_job()) {
+    throw usage_error(call +
+                      "was called from one of the pool's own jobs, which it might wait for (a "
+                      "leaving worker finishes its job first); call it from a thread outside the "
+                      "pool");
+  }
+  if (n == 0) {
+    throw usage_error(call +
+                      "cannot switch to sequential mode (no workers); keep at least 1 worker");
+  }
+  if (n > max_size()) {
+    throw usage_error(call + "may have at most " + std::to_string(max_size()) +
+                      " workers (pool_options::max_threads); make it with a larger "
+                      "max_threads to grow it further");
+  }
+  std::lock_guard lock{resize_mutex_};
+  const std::size_t now = size();
+  if (n < now) shrink(now, n);
+  if (n <= now) return;
+  // Checks the CPUs before any thread starts, as the constructor does.
+  detail::worker_start setup{n - now, cpus_, on_worker_start_, name_};
+  // Relaxed: the new threads start after these stores. A thief that reads
+  // active_ late misses only new, empty deques, and sleeps only after
+  // work_for(), which scans every slot.
+  target_.store(n, std::memory_order_relaxed);
+  active_.store(n, std::memory_order_relaxed);
+  try {
+    start_workers(now, n, setup.needed() ? &setup : nullptr);
+  } catch (...) {
+    shrink(n, now);  // those of the new workers that started leave again
+    throw;
+  }
+  // Relaxed: spawn_on(i) for a new worker needs only to see i < size().
+  size_.store(n, std::memory_order_relaxed);
+}
+
+void pool::shrink(std::size_t from, std::size_t to) noexcept {
+  // Relaxed: a busy worker sees it at its next find_work(); the ones asleep
+  // are woken below.
+  attention_.fetch_add(resizing_weight, std::memory_order_relaxed);
+  // seq_cst: a Dekker pair with work_for() after a worker's
+  // sleep_controller::prepare(): either it sees that it leaves, or
+  // wake_sleepers() below sees it asleep, and its park() asks mail_for()
+  // under the sleep lock, which wake_sleepers() takes after this store.
+  target_.store(to, std::memory_order_seq_cst);
+  // seq_cst: see push_special() (a spawn_on racing with us).
+  size_.store(to, std::memory_order_seq_cst);
+  sleep_.wake_sleepers();
+  for (std::size_t i = to; i < from; ++i) {
+    std::thread& t = workers_[i]->thread;
+    if (t.joinable()) t.join();  // not joinable: its start failed (resize())
+  }
+  // Relaxed: the leavers' deques are empty; a thief that still scans them
+  // finds nothing.
+  active_.store(to, std::memory_order_relaxed);
+  attention_.fetch_sub(resizing_weight, std::memory_order_relaxed);
+  // A spawn_on that chose a leaver before we changed size_ may have queued
+  // its job after the leaver's last look (retire()).
+  for (std::size_t i = to; i < from; ++i) rescue_mail(i);
+}
+
+void pool::retire(detail::worker& w) noexcept {
+  // Only the owner pushes to its deque, and we run no more jobs: pop all.
+  // Oldest first to the injector, in batches that fit the reserved scratch.
+  std::vector<detail::job*>& batch = w.batch;
+  for (;;) {
+    batch.clear();
+    while (batch.size() < batch.capacity()) {
+      detail::job* j = w.deque.pop();
+      if (j == nullptr) break;
+      batch.push_back(j);
+    }
+    if (batch.empty()) break;
+    std::reverse(batch.begin(), batch.end());
+    requeue(batch.data(), batch.size());
+  }
+  batch.clear();
+  rescue_mail(w.index);
+  // Whatever we leave, and the wake-up we may have taken from a sleeper
+  // that could have used it: a sleeper is woken if nobody searches.
+  sleep_.new_work();
+  // requeue() runs jobs here when it cannot queue them: their counts too
+  // must reach the waiters before this thread ends.
+  flush(w);
+}
+
+void pool::rescue_mail(std::size_t i) noexcept {
+  constexpr std::size_t chunk = 16;
+  std::array<detail::job*, chunk> taken{};
+  for (;;) {
+    std::size_t n = 0;
+    while (n < chunk) {
+      detail::job* j = take_special(*mailboxes_[i]);
+      if (j == nullptr) break;
+      taken[n++] = j;
+    }
+    requeue(taken.data(), n);
+    if (n < chunk) return;
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -103,27 +103,44 @@ pool::pool(pool_options options)
       waiters_help_(options.waiters_help),
       on_error_(std::move(options.on_error)),
       on_worker_stop_(std::move(options.on_worker_stop)),
+      cpus_(options.cpus),
+      on_worker_start_(options.on_worker_start),
       capacity_(options.capacity),
       on_full_(std::move(options.on_full)) {
   // Checks cpus before any thread starts (src/worker_start.cpp).
-  detail::worker_start start{options.threads, options.cpus, options.on_worker_start, name_};
+  detail::worker_start start{options.threads, cpus_, on_worker_start_, name_};
+  const std::size_t threads = start.workers();
+  const std::size_t slots = options.max_threads != 0 ? options.max_threads : threads;
+  if (options.max_threads != 0 && (threads == 0 || options.max_threads < threads)) {
+    throw usage_error("weft::pool '" + name_ +
+                      "': pool_options::max_threads = " + std::to_string(options.max_threads) +
+                      " is less than the " + std::to_string(threads) +
+                      " worker(s) it starts with (a sequential pool, threads = 0, cannot be "
+                      "resized); set it to at least threads, or leave it 0");
+  }
+  constexpr std::size_t most_workers = std::size_t{1} << 16;
+  if (slots > most_workers) {
+    throw usage_error("weft::pool '" + name_ + "': " + std::to_string(slots) +
+                      " workers (pool_options::threads or max_threads) is more than weft "
+                      "supports (" +
+                      std::to_string(most_workers) + ")");
+  }
   if (std::string path = detail::trace_path(options.trace); !path.empty()) {
     if (options.trace_records == 0 || options.trace_records > (std::size_t{1} << 32)) {
       throw usage_error(
           "weft::pool: pool_options::trace_records must be between 1 and 2^32 (records of 64 "
           "bytes per thread); a traced pool needs room for at least one");
     }
-    tracer_ =
-        std::make_unique<detail::tracer>(start.workers(), options.trace_records, std::move(path));
+    tracer_ = std::make_unique<detail::tracer>(slots, options.trace_records, std::move(path));
   }
-  if (capacity_ != 0 && start.workers() == 0) {
+  if (capacity_ != 0 && threads == 0) {
     throw usage_error(
         "weft::pool: pool_options::capacity needs worker threads; a sequential pool "
         "(threads = 0) starts no job before a wait, so a full one could never make room");
   }
-  workers_.reserve(start.workers());
-  mailboxes_.reserve(start.workers());
-  for (std::size_t i = 0; i < start.workers(); ++i) {
+  workers_.reserve(slots);
+  mailboxes_.reserve(slots);
+  for (std::size_t i = 0; i < slots; ++i) {
     constexpr std::size_t mailbox_capacity = 16;
     mailboxes_.push_back(std::make_unique<detail::injector>(mailbox_capacity));
     workers_.push_back(std::make_unique<detail::worker>(i));
@@ -131,28 +148,43 @@ pool::pool(pool_options options)
     constexpr std::size_t largest_batch = std::max(injector_batch + 1, lane_batch);
     workers_.back()->batch.reserve(largest_batch);
   }
+  // Relaxed: the threads start after these stores.
+  size_.store(threads, std::memory_order_relaxed);
+  target_.store(threads, std::memory_order_relaxed);
+  active_.store(threads, std::memory_order_relaxed);
   // Every worker slot exists before any thread starts, so thieves can scan
   // workers_ without synchronisation. With pinning or a start hook, every
   // worker runs them and reports before the constructor returns
   // (docs/control.md).
-  detail::worker_start* setup = start.needed() ? &start : nullptr;
-  std::size_t started = 0;
   try {
-    for (; started < workers_.size(); ++started) {
-      detail::worker& w = *workers_[started];
-      w.thread = std::thread([this, &w, setup] { worker_main(w, setup); });
-    }
-    if (setup != nullptr) setup->wait(started);
+    start_workers(0, threads, start.needed() ? &start : nullptr);
   } catch (...) {
     // Stop hooks that submit to us are refused (pool_closed), as in the
     // destructor.
     closing_.store(true, std::memory_order_seq_cst);
     sleep_.stop();
-    for (std::size_t i = 0; i < started; ++i) workers_[i]->thread.join();
+    for (auto& w : workers_) {
+      if (w->thread.joinable()) w->thread.join();
+    }
     std::lock_guard lock{errors_mutex_};
     print_unrethrown(name_, errors_);  // what stop hooks threw
     throw;
   }
+}
+
+void pool::start_workers(std::size_t from, std::size_t to, detail::worker_start* setup) {
+  std::size_t started = from;
+  try {
+    for (; started < to; ++started) {
+      detail::worker& w = *workers_[started];
+      w.thread = std::thread([this, &w, setup] { worker_main(w, setup); });
+    }
+  } catch (...) {
+    // No thread for the rest: the ones that started report all the same.
+    if (setup != nullptr) setup->wait(started - from);
+    throw;
+  }
+  if (setup != nullptr) setup->wait(to - from);
 }
 
 pool::~pool() {
@@ -190,7 +222,12 @@ pool::~pool() {
   // stopped too, and the pool lets go of it. Acquire: as above.
   detail::stop_timers(timers_.load(std::memory_order_acquire), true);
   sleep_.stop();
-  for (auto& w : workers_) w->thread.join();
+  {
+    std::lock_guard lock{resize_mutex_};
+    for (auto& w : workers_) {
+      if (w->thread.joinable()) w->thread.join();
+    }
+  }
   if (tracer_ != nullptr) {
     try {
       tracer_->write_file(tracer_->path(), name_);
@@ -470,7 +507,9 @@ detail::job* pool::take_from_lanes(detail::worker* self) {
 }
 
 detail::job* pool::steal_from_workers(detail::worker* self) {
-  const std::size_t n = workers_.size();
+  // Relaxed: a deque missed by a stale count is seen by the look before
+  // sleeping (work_for(), which scans every slot).
+  const std::size_t n = active_.load(std::memory_order_relaxed);
   static thread_local std::uint64_t outsider_rng = 0x2545F4914F6CDD1DULL;
   const std::size_t start = next_random(self != nullptr ? self->rng : outsider_rng) % n;
   for (std::size_t k = 0; k < n; ++k) {
@@ -779,7 +818,7 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
 
 pool_stats pool::stats() const {
   pool_stats s;
-  s.workers = workers_.size();
+  s.workers = size();
   s.job_slots = external_cache_.capacity();
   const detail::lane_set& lanes = *lanes_;
   s.lanes = lanes.size();
@@ -793,8 +832,8 @@ pool_stats pool::stats() const {
   std::lock_guard lock{stats_mutex_};
   const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::steady_clock::now() - stats_since_);
-  s.per_worker.reserve(workers_.size());
-  for (std::size_t i = 0; i < workers_.size(); ++i) {
+  s.per_worker.reserve(s.workers);
+  for (std::size_t i = 0; i < s.workers; ++i) {
     worker_stats ws = read_counters(*workers_[i]);
     if (i < stats_base_.size()) {
       const worker_stats& base = stats_base_[i];
@@ -869,10 +908,11 @@ void pool::worker_main(detail::worker& w, detail::worker_start* start) {
       detail::worker::bump(w.counts.idle_ns, steady_ns() - idle_from);
       w.counts.idle_since.store(0, std::memory_order_relaxed);
     }
-    if (j == nullptr) break;  // the pool is stopping
+    if (j == nullptr) break;  // the pool is stopping, or we are leaving it
     execute(j);
     flush_now_and_then(w);
   }
+  if (leaving(w)) retire(w);
   if (!on_worker_stop_) return;
   detail::tls = detail::context{};
   try {
@@ -885,9 +925,14 @@ void pool::worker_main(detail::worker& w, detail::worker_start* start) {
 detail::job* pool::idle(detail::worker& w) {
   // At most half the workers (at least one) spin at a time; see
   // sleep_controller::try_start_searching().
-  const std::uint64_t max_searchers = std::max<std::size_t>(1, workers_.size() / 2);
+  const std::uint64_t max_searchers = std::max<std::size_t>(1, size() / 2);
   bool searching = sleep_.try_start_searching(max_searchers);
   for (;;) {
+    if (leaving(w)) {
+      // resize() takes us away: retire() wakes a worker for what we leave.
+      if (searching) sleep_.stop_searching();
+      return nullptr;
+    }
     if (searching) {
       // Search: the next job often arrives within microseconds (a submit/get
       // ping-pong, the next round of a parallel loop).
@@ -913,6 +958,7 @@ detail::job* pool::idle(detail::worker& w) {
         // then for a whole run (docs/sleep.md).
         if (polls % yield_every_polls == 0) std::this_thread::yield();
         if (worth_a_look(w, full)) {
+          if (leaving(w)) break;
           // A lane whose thread is still pushing: let a batch build up
           // instead of taking its jobs one by one, which costs the producer
           // a cache miss per job, and look less often meanwhile. A lane that

@@ -67,7 +67,8 @@ METRICS = [("median_ns", "ns"), ("ns_per_task", "ns"), ("cpu_ms", "cpu_ms"),
 # Counters shown in a row of their own, "<row> (<label>)", below their row.
 EXTRA_ROWS = [("cpu_ns_per_task", "cpu/task", "cpu_ns"),
               ("idle_cpu_ms_per_s", "idle cpu", "cpu_ms_per_s"),
-              ("p99_ns", "p99", "ns")]
+              ("p99_ns", "p99", "ns"),
+              ("shrink_median_ns", "shrink", "ns")]
 # (competitor, variant) -> the column it is shown in: a peer of its own
 # rather than one more way of doing what its competitor does.
 OWN_COLUMNS = {("seq", "lapacke"): "lapacke"}  # cholesky: LAPACKE_dpotrf, OpenBLAS threads
@@ -155,7 +156,11 @@ task; flow_latency: median emplace-to-start, and the CPU idle workers burn per
 second. timers/1ms: median lateness of a 1 ms timer on an idle pool (and its
 p99 row); timers/1h_pending: CPU of the whole process in 1 s with a timer an
 hour away (seq: a plain thread in condition_variable::wait_until, the floor;
-oneTBB and OpenMP have no timers). weft/<peer> below 1 means weft used less."""
+oneTBB and OpenMP have no timers). resize/grow_and_shrink: median time from
+resize(n + 1) until the new worker has run its first job, and (shrink row)
+from resize(n) until the idle leaver's thread has ended (seq: a plain
+std::thread started, and joined, the floor). weft/<peer> below 1 means weft
+used less."""
 
 # ---- reading -----------------------------------------------------------------
 

@@ -162,7 +162,7 @@ auto join_access::run(pool& p, F& f, G& g) {
 /// Runs f() and g(), possibly in parallel, and returns {f(), g()} (a void
 /// result becomes std::monostate). On a worker it uses that worker's pool and
 /// allocates nothing. In a job that a waiting outside thread runs as a pool's
-/// helper (this_worker::index() == size()) it uses that pool; elsewhere it
+/// helper (this_worker::index() == max_size()) it uses that pool; elsewhere it
 /// uses weft::default_pool(). Off a worker, g() is submitted as a job and f()
 /// runs on the calling thread. If either throws, the exception is rethrown
 /// once both have finished (f's first if both throw).

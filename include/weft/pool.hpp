@@ -129,6 +129,12 @@ struct pool_options {
   /// that waits (wait, get, join, wait_until), in submission order. Unset:
   /// cpus.size() if cpus is set, else available_parallelism().
   std::optional<std::size_t> threads = std::nullopt;
+  /// The most workers pool::resize() may give the pool; 0: the initial
+  /// worker count (then resize() can shrink the pool and grow it back, not
+  /// beyond). It sizes per-worker state: slots() is max_threads + 1. Must
+  /// be at least the initial count and at most 65,536, and 0 in sequential
+  /// mode (usage_error; docs/control.md, "Resizing").
+  std::size_t max_threads = 0;
   /// Worker threads are named "<name>-<index>" (truncated to 15 characters).
   std::string name = "weft";
   /// Receives every exception that escapes a detached job (spawn, a task_group
@@ -140,7 +146,7 @@ struct pool_options {
   /// jobs it submitted itself that no worker has started yet, instead of
   /// only waiting for a worker to wake (docs/waiting.md, "Outside waits").
   /// One such thread at a time (the pool's helper slot); its jobs see
-  /// this_worker::index() == size(). Off by default: then only
+  /// this_worker::index() == max_size(). Off by default: then only
   /// pool::wait_until runs jobs on a thread that is not a worker.
   bool waiters_help = false;
   /// Records what every worker does into a per-thread ring in memory and
@@ -382,18 +388,37 @@ class pool {
   /// worker of another pool it runs that pool's jobs instead (and this
   /// pool's too, if this pool is sequential). A thread that is not a worker
   /// runs jobs while it holds the pool's helper slot (one thread at a time;
-  /// its jobs see this_worker::index() == size()); with no job to run, or
+  /// its jobs see this_worker::index() == max_size()); with no job to run, or
   /// without the slot, it sleeps and re-checks pred() whenever a worker
   /// finishes a job, and at least every 64 ms (docs/waiting.md).
   template <class P>
   void wait_until(P&& pred);
 
   /// Worker threads (0 in sequential mode).
-  [[nodiscard]] std::size_t size() const noexcept { return workers_.size(); }
+  [[nodiscard]] std::size_t size() const noexcept {
+    // Relaxed: a snapshot; resize() orders its own steps.
+    return size_.load(std::memory_order_relaxed);
+  }
+  /// The most workers resize() may give the pool (pool_options::max_threads;
+  /// 0 in sequential mode).
+  [[nodiscard]] std::size_t max_size() const noexcept { return workers_.size(); }
   /// How many distinct values this_worker::index() takes in this pool's
-  /// jobs: size() + 1 (the helper slot), or 1 in sequential mode. Size
-  /// per-worker state with it.
-  [[nodiscard]] std::size_t slots() const noexcept { return sequential() ? 1 : size() + 1; }
+  /// jobs: max_size() + 1 (the workers, then the helper slot), or 1 in
+  /// sequential mode. Fixed for the pool's life, so per-worker state sized
+  /// with it stays valid across resize().
+  [[nodiscard]] std::size_t slots() const noexcept { return sequential() ? 1 : max_size() + 1; }
+  /// Changes the number of workers to n, 1 <= n <= max_size(), and returns
+  /// once the pool has n: new workers have started (and run their pinning
+  /// and on_worker_start), leaving ones have finished the job they were
+  /// running and stopped (their on_worker_stop has run). Jobs queued for a
+  /// leaving worker (its deque and its spawn_on mailbox) go to the others:
+  /// none is lost or runs twice. Any thread that is not running one of this
+  /// pool's jobs; concurrent calls take turns. Throws usage_error for n = 0
+  /// (a pool cannot become sequential), n > max_size(), a sequential pool,
+  /// or a call from one of the pool's jobs (it could wait for itself); the
+  /// exception of a new worker's on_worker_start, after stopping the workers
+  /// this call started (docs/control.md, "Resizing").
+  void resize(std::size_t n);
   /// pool_options::name.
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   /// The pool's counters so far.
@@ -838,6 +863,13 @@ class pool {
     return full ? !all_queues_empty() : !outside_queues_empty();
   }
   [[nodiscard]] bool special_worth_a_look(const detail::worker& w, bool full) const noexcept;
+  // What worker w may do besides taking from the plain queues (the question
+  // work_for(), special_worth_a_look() and mail_for() share): `leave` the
+  // pool (resize()); nothing while `paused`; a job in its mailbox or, with
+  // `priorities`, a priority queue (`special_job`); or `none` of these.
+  enum class outlook : std::uint8_t { none, leave, paused, special_job };
+  [[nodiscard]] outlook outlook_for(const detail::worker& w, bool priorities,
+                                    std::memory_order order) const noexcept;
   // The `own` check of a parked worker (sleep_controller::park): whether its
   // mailbox has a job it may start.
   struct mail_check {
@@ -906,7 +938,7 @@ class pool {
 
   // Holds the helper slot for its lifetime, if it could take it (or the
   // calling thread already holds it): jobs run meanwhile see
-  // this_worker::index() == size().
+  // this_worker::index() == max_size().
   class helper_scope {
    public:
     explicit helper_scope(pool& p) noexcept : ctx_(detail::tls), saved_(ctx_) {
@@ -920,7 +952,7 @@ class pool {
       pool_ = &p;
       held_ = true;
       ctx_.helping = &p;
-      ctx_.helper_index = p.size();
+      ctx_.helper_index = p.max_size();
     }
     ~helper_scope() {
       if (pool_ == nullptr) return;
@@ -955,6 +987,27 @@ class pool {
   void rethrow_pending_error();
   // start: the pinning and start hook to run first, or nullptr.
   void worker_main(detail::worker& w, detail::worker_start* start);
+  // Starts the threads of workers [from, to); with `setup`, waits until
+  // each has run its pinning and start hook and rethrows the first failure
+  // (the threads that started are left running).
+  void start_workers(std::size_t from, std::size_t to, detail::worker_start* setup);
+  // resize() down: workers [to, from) leave; returns once their threads
+  // have ended (src/control.cpp).
+  void shrink(std::size_t from, std::size_t to) noexcept;
+  // Whether worker w is to leave the pool (resize()).
+  [[nodiscard]] bool leaving(const detail::worker& w,
+                             std::memory_order order = std::memory_order_relaxed) const noexcept {
+    return w.index >= target_.load(order);
+  }
+  // A leaving worker, after its last job: hands the jobs in its deque and
+  // mailbox to the others (the injector).
+  void retire(detail::worker& w) noexcept;
+  // Moves the jobs in worker i's mailbox to the injector: its worker has
+  // left (or is leaving), and any worker may run them now.
+  void rescue_mail(std::size_t i) noexcept;
+  // Moves jobs to the injector and wakes a worker for them; a job that no
+  // memory can be found to queue runs here instead.
+  void requeue(detail::job* const* jobs, std::size_t n) noexcept;
   // Searches, then sleeps; returns a job, or nullptr when the pool stops.
   detail::job* idle(detail::worker& w);
 
@@ -972,7 +1025,24 @@ class pool {
   std::unique_ptr<detail::tracer> tracer_;
   std::function<void(std::exception_ptr)> on_error_;
   std::function<void(std::size_t)> on_worker_stop_;  // pool_options::on_worker_stop
+  // Every worker slot pool_options::max_threads allows: made by the
+  // constructor, never moved or freed before the destructor, so that any
+  // thread may read any slot. Slots from size() up hold no thread, except a
+  // leaving one while resize() waits for it.
   std::vector<std::unique_ptr<detail::worker>> workers_;
+  // What resize() (src/control.cpp) needs to start more workers.
+  const std::vector<int> cpus_;                       // pool_options::cpus
+  std::function<void(std::size_t)> on_worker_start_;  // pool_options::on_worker_start
+  // Worker counts, written by resize() under resize_mutex_. size_: size().
+  // target_: a worker whose index is target_ or more leaves at its next
+  // look for work. active_: the deques thieves scan, size_ plus, during a
+  // shrink, the leaving workers' (until they are gone). Read often, written
+  // rarely.
+  alignas(detail::cache_line) std::atomic<std::size_t> size_{0};
+  std::atomic<std::size_t> target_{0};
+  std::atomic<std::size_t> active_{0};
+  // Serialises resize(); guards the workers' std::thread objects.
+  std::mutex resize_mutex_;
 
   // Outside threads submit through their lane (lock-free) or, when all lanes
   // are taken, through the injector.
@@ -1025,6 +1095,9 @@ class pool {
   // queues: paused_weight while paused, plus one per job waiting in a
   // priority queue or a mailbox. Read by every find_work(), written rarely.
   static constexpr std::uint64_t paused_weight = std::uint64_t{1} << 62;
+  // Added while a shrink waits for leaving workers (resize()): a busy worker
+  // then looks at find_special(), which tells a leaving one to stop.
+  static constexpr std::uint64_t resizing_weight = std::uint64_t{1} << 40;
   alignas(detail::cache_line) std::atomic<std::uint64_t> attention_{0};
   std::mutex control_mutex_;  // serialises pause() and resume()
   detail::injector high_{16};

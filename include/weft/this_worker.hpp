@@ -10,10 +10,13 @@
 namespace weft::this_worker {
 
 /// Inside a job of pool p, an index below p.slots(), for per-worker state:
-/// - on a worker, its index in the pool (0 .. p.size()-1);
+/// - on a worker, its index in the pool (0 .. p.size()-1; a job that was
+///   already running on a worker that pool::resize() is taking away keeps
+///   that worker's index until it returns);
 /// - on a thread that is not a worker and runs p's jobs while it waits
-///   (wait_until, or any wait with pool_options::waiters_help), p.size():
-///   the pool's one helper slot, held by one such thread at a time;
+///   (wait_until, or any wait with pool_options::waiters_help),
+///   p.max_size(): the pool's one helper slot, held by one such thread at a
+///   time;
 /// - in a sequential pool's job, 0 (p.slots() is 1); such a pool runs its
 ///   jobs on the threads that wait on it, so per-worker state is shared if
 ///   several threads wait on one sequential pool at once.

@@ -71,7 +71,9 @@ struct scheduler {
   }
 
   [[nodiscard]] static bool sequential(const pool& p) noexcept { return p.sequential(); }
-  [[nodiscard]] static std::size_t workers(const pool& p) noexcept { return p.size(); }
+  // The most workers p may have (per-worker state is sized by it: a pool
+  // may grow while a front end's state lives).
+  [[nodiscard]] static std::size_t workers(const pool& p) noexcept { return p.max_size(); }
   // Whether p records a trace: then the front end adds its tasks' slices and
   // edges to current_trace (detail/trace.hpp, docs/tracing.md).
   [[nodiscard]] static bool traced(const pool& p) noexcept { return p.traced(); }
