@@ -206,8 +206,8 @@ void graph_core::link(graph_node* from, graph_node* to) {
     sources_.pop_back();
     to->source_slot = graph_node::no_slot;
   }
-  if (from->kind != node_kind::condition && from->index >= to->index) has_backward_ = true;
-  if (from->kind == node_kind::condition) {
+  if (!chooses(from->kind) && from->index >= to->index) has_backward_ = true;
+  if (chooses(from->kind)) {
     ++to->weak;
   } else {
     ++to->strong;
@@ -263,7 +263,7 @@ void graph_core::check_cycles() {
     graph_node* node = ready.back();
     ready.pop_back();
     ++ordered;
-    if (node->kind == node_kind::condition) continue;
+    if (chooses(node->kind)) continue;
     for (graph_node* s : node->successors) {
       if (--remaining_in[s->index] == 0) ready.push_back(s);
     }
@@ -277,7 +277,7 @@ void graph_core::report_cycle(const std::vector<std::uint32_t>& remaining_in) {
   std::vector<graph_node*> pred(remaining_in.size(), nullptr);
   graph_node* start = nullptr;
   nodes_.for_each([&](graph_node* node) {
-    if (remaining_in[node->index] == 0 || node->kind == node_kind::condition) return;
+    if (remaining_in[node->index] == 0 || chooses(node->kind)) return;
     for (graph_node* s : node->successors) {
       if (remaining_in[s->index] != 0) pred[s->index] = node;
     }
@@ -467,7 +467,8 @@ template <bool Traced>
 graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t choice,
                                            const task_trace* t) noexcept {
   const std::uint32_t k = n->successors.size();
-  if (n->kind == node_kind::condition) {
+  if (chooses(n->kind)) {
+    if (choice == multi_choice) return release_chosen<Traced>(n, t);
     if (choice < k) {
       graph_node* chosen = n->successors[static_cast<std::uint32_t>(choice)];
       if constexpr (Traced) t->released(reinterpret_cast<std::uintptr_t>(chosen));
@@ -511,6 +512,45 @@ graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t
   }
   if (n_ready != 0) publish(ready.data(), n_ready);
   if (units != 0) retire(units);
+  return next;
+}
+
+template <bool Traced>
+graph_node* graph_core::release_chosen(graph_node* n, const task_trace* t) noexcept {
+  // A condition's successors run when chosen, whatever their counters say
+  // (conditional edges are not counted): the first next on this thread, the
+  // others queued, each with a unit of in_flight_.
+  // Taken out of the thread-local: a task that publish() runs here (when a
+  // queue cannot grow) may be a multi-condition too. Moves allocate nothing.
+  std::vector<std::uint32_t> chosen = std::move(chosen_branches);
+  struct give_back {
+    std::vector<std::uint32_t>& from;
+    ~give_back() {
+      from.clear();
+      if (chosen_branches.capacity() < from.capacity()) chosen_branches = std::move(from);
+    }
+  } const keep_capacity{chosen};
+  const std::size_t m = chosen.size();
+  if (m == 0) {
+    retire(1);
+    return nullptr;
+  }
+  // Relaxed: we hold a unit; the pushes hand the others over.
+  if (m > 1) in_flight_.fetch_add(m - 1, std::memory_order_relaxed);
+  std::array<job*, 64> ready;  // not cleared: only [0, n_ready) is read
+  std::size_t n_ready = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    graph_node* s = n->successors[chosen[i]];
+    if constexpr (Traced) t->released(reinterpret_cast<std::uintptr_t>(s));
+    if (i == 0) continue;
+    ready[n_ready++] = s;
+    if (n_ready == ready.size()) {
+      publish(ready.data(), n_ready);
+      n_ready = 0;
+    }
+  }
+  graph_node* const next = n->successors[chosen[0]];
+  if (n_ready != 0) publish(ready.data(), n_ready);
   return next;
 }
 
@@ -622,6 +662,9 @@ void detail::graph_core::dump(std::ostream& out) const {
       case node_kind::condition:
         out << ", shape=diamond";
         break;
+      case node_kind::multi_condition:
+        out << ", shape=diamond, peripheries=2";
+        break;
       case node_kind::placeholder:
         out << ", shape=box, style=dashed";
         break;
@@ -637,7 +680,7 @@ void detail::graph_core::dump(std::ostream& out) const {
     std::uint32_t i = 0;
     for (const graph_node* s : n->successors) {
       out << "  t" << n->index << " -> t" << s->index;
-      if (n->kind == node_kind::condition) out << " [style=dashed, label=\"" << i << "\"]";
+      if (chooses(n->kind)) out << " [style=dashed, label=\"" << i << "\"]";
       out << ";\n";
       ++i;
     }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -97,10 +98,36 @@ class successor_list {
   std::uint32_t capacity_ = inline_capacity;
 };
 
-enum class node_kind : std::uint8_t { placeholder, work, condition, module };
+enum class node_kind : std::uint8_t { placeholder, work, condition, multi_condition, module };
+
+// Whether a task of kind k chooses which of its successors run (its edges
+// are conditional).
+constexpr bool chooses(node_kind k) noexcept {
+  return k == node_kind::condition || k == node_kind::multi_condition;
+}
 
 // No successor chosen by a condition task.
 inline constexpr std::size_t no_choice = static_cast<std::size_t>(-1);
+// A multi-condition task's choices are in chosen_branches.
+inline constexpr std::size_t multi_choice = no_choice - 1;
+
+// What a task may return: nothing, a successor index (a condition task), or
+// a range of them (a multi-condition task). bool is neither, and a range of
+// characters (a std::string) is text, not indices.
+template <class R>
+concept successor_index = std::integral<R> && !std::same_as<R, bool>;
+template <class T>
+concept character = std::same_as<T, char> || std::same_as<T, signed char> ||
+    std::same_as<T, unsigned char> || std::same_as<T, wchar_t> || std::same_as<T, char8_t> ||
+    std::same_as<T, char16_t> || std::same_as<T, char32_t>;
+template <class R>
+concept successor_indices = std::ranges::input_range<R> &&
+    successor_index<std::ranges::range_value_t<R>> && !character<std::ranges::range_value_t<R>>;
+
+// The successors the last multi-condition task this thread ran chose, in
+// range [0, its successor count), each once: written by call_node(), read at
+// once by graph_core::release_successors() on the same thread.
+inline thread_local std::vector<std::uint32_t> chosen_branches;
 
 // One task: a job in the graph's stable storage. Fields written while the
 // graph is built are read-only during a run; `pending`, `skip` and `gate`
@@ -183,6 +210,21 @@ std::size_t call_node(graph_node* n) {
   if constexpr (std::is_void_v<R>) {
     node_callable<C>(n)();
     return no_choice;
+  } else if constexpr (successor_indices<R>) {
+    const R r = node_callable<C>(n)();
+    std::vector<std::uint32_t>& out = chosen_branches;
+    out.clear();
+    const std::uint32_t k = n->successors.size();
+    for (const auto i : r) {
+      if constexpr (std::is_signed_v<std::ranges::range_value_t<R>>) {
+        if (i < 0) continue;
+      }
+      if (static_cast<std::make_unsigned_t<decltype(i)>>(i) >= k) continue;
+      const auto index = static_cast<std::uint32_t>(i);
+      // Each successor once, in the order first chosen.
+      if (std::find(out.begin(), out.end(), index) == out.end()) out.push_back(index);
+    }
+    return multi_choice;
   } else {
     const R r = node_callable<C>(n)();
     if constexpr (std::is_signed_v<R>) {
@@ -378,7 +420,7 @@ class graph_core {
   void added(graph_node* n) noexcept {
     n->source_slot = static_cast<std::uint32_t>(sources_.size() - 1);
     if (n->destroy != nullptr) trivial_nodes_ = false;
-    if (n->kind == node_kind::condition) has_conditions_ = true;
+    if (chooses(n->kind)) has_conditions_ = true;
     nodes_.commit();
     dirty_ = true;
   }
@@ -397,6 +439,9 @@ class graph_core {
   template <bool Traced>
   graph_node* release_successors(graph_node* n, bool skip, std::size_t choice,
                                  const task_trace* t) noexcept;
+  // release_successors() for a multi-condition task: its chosen_branches.
+  template <bool Traced>
+  graph_node* release_chosen(graph_node* n, const task_trace* t) noexcept;
   // Queues ready tasks for stealing (push_many), or runs them here if the
   // queue cannot grow.
   void publish(job* const* ready, std::size_t n) noexcept;
@@ -504,8 +549,9 @@ class task {
   [[nodiscard]] bool is_placeholder() const {
     return node().kind == detail::node_kind::placeholder;
   }
-  /// True for a condition task (its callable returns a successor index).
-  [[nodiscard]] bool is_condition() const { return node().kind == detail::node_kind::condition; }
+  /// True for a condition task (its callable returns a successor index) or a
+  /// multi-condition task (it returns a range of them).
+  [[nodiscard]] bool is_condition() const { return detail::chooses(node().kind); }
   /// Edges out of this task.
   [[nodiscard]] std::size_t successors() const { return node().successors.size(); }
   /// Edges into this task, normal and conditional.
@@ -556,7 +602,10 @@ class graph {
 
   /// Adds a task running f(). If f returns an integral type (other than
   /// bool), the task is a condition task: it runs only its successor with
-  /// that index (none if out of range or negative).
+  /// that index (none if out of range or negative). If f returns a range of
+  /// them (a std::vector<int>, a std::array, ...), it is a multi-condition
+  /// task: it runs each successor listed, once however often listed, and
+  /// none for an empty range (docs/graph.md, "Conditional tasks").
   template <class F>
   task emplace(F&& f) {
     using C = std::decay_t<F>;
@@ -565,12 +614,15 @@ class graph {
                   "needs)");
     if constexpr (std::is_invocable_v<C&>) {
       using R = std::invoke_result_t<C&>;
-      static_assert(std::is_void_v<R> || (std::is_integral_v<R> && !std::is_same_v<R, bool>),
-                    "weft::graph::emplace: a task returns void, or an integral successor index "
-                    "(a condition task)");
-      if constexpr (std::is_void_v<R> || std::is_integral_v<R>) {
-        constexpr detail::node_kind k =
-            std::is_void_v<R> ? detail::node_kind::work : detail::node_kind::condition;
+      static_assert(std::is_void_v<R> || detail::successor_index<R> || detail::successor_indices<R>,
+                    "weft::graph::emplace: a task returns void, an integral successor index "
+                    "(a condition task), or a range of them (a multi-condition task)");
+      if constexpr (std::is_void_v<R> || detail::successor_index<R> ||
+                    detail::successor_indices<R>) {
+        constexpr detail::node_kind k = std::is_void_v<R> ? detail::node_kind::work
+                                        : detail::successor_index<R>
+                                            ? detail::node_kind::condition
+                                            : detail::node_kind::multi_condition;
         detail::graph_core& c = core("emplace a task into");
         return task{c.add_node<C, R>(k, std::forward<F>(f)), c.serial};
       }

@@ -2,6 +2,7 @@
 // composition, errors and DOT output, over 0, 1, 2, 4 and 8 workers.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -392,6 +393,94 @@ TEST_P(graph_test, condition_loops) {
     pool.run(g).get();
     EXPECT_EQ(after, 5);
   }
+}
+
+// Taskflow's multi-condition tasks: a task returning a range of successor
+// indices runs each of those successors.
+TEST_P(graph_test, multi_condition_runs_every_chosen_successor_once) {
+  weft::pool pool{options()};
+  weft::graph g;
+  std::vector<int> picks;
+  std::atomic<int> ran[4] = {};
+  auto cond = g.emplace([&] { return picks; });
+  EXPECT_TRUE(cond.is_condition());
+  for (auto& r : ran) cond.precede(g.emplace([&r] { r.fetch_add(1); }));
+  auto expect_runs = [&](std::vector<int> chosen, std::array<int, 4> want) {
+    for (auto& r : ran) r.store(0);
+    picks = std::move(chosen);
+    pool.run(g).get();
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(ran[i].load(), want[i]) << "successor " << i;
+  };
+  expect_runs({0, 2}, {1, 0, 1, 0});
+  expect_runs({3, 2, 1, 0}, {1, 1, 1, 1});
+  expect_runs({1, 1, 1}, {0, 1, 0, 0});       // each once, however often listed
+  expect_runs({-1, 4, 99, 2}, {0, 0, 1, 0});  // negative and out of range: ignored
+  expect_runs({}, {0, 0, 0, 0});              // none
+}
+
+TEST_P(graph_test, multi_condition_fans_out_a_hundred_branches_on_every_rerun) {
+  weft::pool pool{options()};
+  weft::graph g;
+  constexpr int width = 100;
+  std::atomic<int> ran{0};
+  auto cond = g.emplace([] {
+    std::array<std::uint16_t, width> all{};
+    for (int i = 0; i < width; ++i) all[i] = static_cast<std::uint16_t>(i);
+    return all;
+  });
+  auto end = g.emplace([&] { ran.fetch_add(1000); });
+  for (int i = 0; i < width; ++i) {
+    auto b = g.emplace([&] { ran.fetch_add(1); });
+    cond.precede(b);
+    b.precede(end);
+  }
+  for (int r = 1; r <= 20; ++r) {
+    pool.run(g).get();
+    EXPECT_EQ(ran.load(), r * (width + 1000)) << "run " << r;
+  }
+}
+
+TEST_P(graph_test, multi_condition_loops_then_fans_out) {
+  weft::pool pool{options()};
+  weft::graph g;
+  int count = 0;
+  std::atomic<int> x{0};
+  std::atomic<int> y{0};
+  auto init = g.emplace([&] { count = 0; });
+  auto cond = g.emplace([&]() -> std::vector<int> {
+    if (++count < 5) return {0};  // back to itself
+    return {1, 2};
+  });
+  auto a = g.emplace([&] { x.fetch_add(1); });
+  auto b = g.emplace([&] { y.fetch_add(1); });
+  init.precede(cond);
+  cond.precede(cond, a, b);
+  for (int r = 1; r <= 3; ++r) {
+    pool.run(g).get();
+    EXPECT_EQ(count, 5);
+    EXPECT_EQ(x.load(), r);
+    EXPECT_EQ(y.load(), r);
+  }
+}
+
+TEST_P(graph_test, a_throwing_multi_condition_runs_no_successor) {
+  weft::pool pool{options()};
+  weft::graph g;
+  std::atomic<int> ran{0};
+  auto cond = g.emplace([]() -> std::vector<int> { throw std::runtime_error("no choice"); });
+  cond.precede(g.emplace([&] { ran.fetch_add(1); }), g.emplace([&] { ran.fetch_add(1); }));
+  EXPECT_THROW(pool.run(g).get(), std::runtime_error);
+  EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(graph_dump, a_multi_condition_is_a_double_diamond_with_dashed_edges) {
+  weft::graph g;
+  auto cond = g.emplace([] { return std::vector<int>{0}; }).name("fan");
+  cond.precede(g.emplace([] {}).name("x"));
+  std::ostringstream out;
+  g.dump(out);
+  EXPECT_NE(out.str().find("shape=diamond, peripheries=2"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("style=dashed, label=\"0\""), std::string::npos) << out.str();
 }
 
 TEST_P(graph_test, condition_branches) {
