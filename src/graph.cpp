@@ -217,6 +217,67 @@ void graph_core::link(graph_node* from, graph_node* to) {
   dirty_ = true;
 }
 
+void graph_core::unlink(graph_node* from, graph_node* to) {
+  if (from->owner != to->owner) {
+    throw graph_error(
+        "weft::task::remove_successor: the two tasks belong to different graphs, so no edge "
+        "joins them");
+  }
+  check_idle("remove an edge from");
+  if (!from->successors.erase(to)) {
+    const std::string a{task_label(from)};
+    const std::string b{task_label(to)};
+    throw graph_error("weft::task::remove_successor: there is no edge from " + a + " to " + b +
+                      "; remove only edges that precede or succeed added");
+  }
+  if (chooses(from->kind)) {
+    --to->weak;
+  } else {
+    --to->strong;
+    // Relaxed: no run is in flight; the next run's start publishes it.
+    to->pending.store(to->strong, std::memory_order_relaxed);
+  }
+  if (to->strong == 0 && to->weak == 0) {
+    // A source again. Cannot fail: sources_ kept the capacity it had when
+    // `to` was a source before (every task starts as one).
+    to->source_slot = static_cast<std::uint32_t>(sources_.size());
+    sources_.push_back(to);
+  }
+  dirty_ = true;
+}
+
+void graph_core::check_not_module(const graph_node* n) {
+  if (n->kind != node_kind::module) return;
+  throw graph_error(
+      "weft::task::work: a composed task (graph::compose) runs its graph and cannot be given "
+      "other work; emplace a new task instead");
+}
+
+void graph_core::retype(graph_node* n, node_kind k) noexcept {
+  const bool was = chooses(n->kind);
+  const bool now = chooses(k);
+  n->kind = k;
+  if (n->destroy != nullptr) trivial_nodes_ = false;
+  if (now) has_conditions_ = true;
+  if (was != now) {
+    // Its edges change kind with it: a successor counts normal
+    // predecessors only.
+    for (graph_node* s : n->successors) {
+      if (now) {
+        --s->strong;
+        ++s->weak;
+      } else {
+        ++s->strong;
+        --s->weak;
+        if (n->index >= s->index) has_backward_ = true;
+      }
+      // Relaxed: no run is in flight; the next run's start publishes it.
+      s->pending.store(s->strong, std::memory_order_relaxed);
+    }
+  }
+  dirty_ = true;
+}
+
 void graph_core::set_name(graph_node* n, std::string_view name) {
   check_idle("rename a task of");
   if (names_.size() <= n->index) names_.resize(n->index + 1);

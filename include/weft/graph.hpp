@@ -60,7 +60,7 @@ struct graph_node;
 class task_trace;  // detail/trace.hpp
 
 // A task's successors: two inline slots (chains and trees need no more),
-// then a heap array that doubles. Only the graph's builder appends; runs
+// then a heap array that doubles. Only the graph's builder changes it; runs
 // only read.
 class successor_list {
  public:
@@ -74,6 +74,15 @@ class successor_list {
   void push_back(graph_node* n) {
     if (size_ == capacity_) grow();
     data_[size_++] = n;
+  }
+  // Removes the first n, keeping the others' order; false if n is absent.
+  bool erase(const graph_node* n) noexcept {
+    graph_node** const last = data_ + size_;
+    graph_node** const at = std::find(data_, last, n);
+    if (at == last) return false;
+    std::copy(at + 1, last, at);
+    --size_;
+    return true;
   }
   [[nodiscard]] std::uint32_t size() const noexcept { return size_; }
   [[nodiscard]] bool on_heap() const noexcept { return data_ != inline_; }
@@ -123,6 +132,36 @@ concept character = std::same_as<T, char> || std::same_as<T, signed char> ||
 template <class R>
 concept successor_indices = std::ranges::input_range<R> &&
     successor_index<std::ranges::range_value_t<R>> && !character<std::ranges::range_value_t<R>>;
+
+// The kind of a task whose callable returns R.
+template <class R>
+constexpr node_kind kind_for() noexcept {
+  if constexpr (std::is_void_v<R>) {
+    return node_kind::work;
+  } else if constexpr (successor_index<R>) {
+    return node_kind::condition;
+  } else {
+    return node_kind::multi_condition;
+  }
+}
+
+// Whether C can be a task's callable (graph::emplace, task::work), with
+// weft's message when it cannot.
+template <class C>
+consteval bool valid_task() {
+  static_assert(std::is_invocable_v<C&>,
+                "weft::graph::emplace, task::work: a task is callable with no arguments "
+                "(capture what it needs)");
+  if constexpr (std::is_invocable_v<C&>) {
+    using R = std::invoke_result_t<C&>;
+    constexpr bool ok = std::is_void_v<R> || successor_index<R> || successor_indices<R>;
+    static_assert(ok,
+                  "weft::graph::emplace, task::work: a task returns void, an integral successor "
+                  "index (a condition task), or a range of them (a multi-condition task)");
+    return ok;
+  }
+  return false;
+}
 
 // The successors the last multi-condition task this thread ran chose, in
 // range [0, its successor count), each once: written by call_node(), read at
@@ -177,7 +216,7 @@ struct graph_node : job {
   std::uint32_t strong = 0;   // normal predecessors
   std::uint32_t weak = 0;     // conditional predecessors
   const std::uint32_t index;  // also the key of its name (graph_core::name_of)
-  const node_kind kind;
+  node_kind kind;             // changed only while the graph is idle (task::work)
   std::atomic<std::uint8_t> gate{open};
   // Set by a skipped predecessor before its decrement of `pending`: this
   // task is skipped too in this run.
@@ -373,8 +412,22 @@ class graph_core {
   }
   graph_node* add_placeholder();
   graph_node* add_module(graph& other);
+  // task::work: n's callable becomes f (its kind follows f's result).
+  template <class C, class R, class F>
+  void set_work(graph_node* n, node_kind k, F&& f) {
+    check_idle("give work to a task of");
+    check_not_module(n);
+    if (n->destroy != nullptr) n->destroy(n);
+    n->destroy = nullptr;
+    n->call = nullptr;
+    retype(n, node_kind::placeholder);  // what n is should the next step throw
+    store_callable<C, R>(n, std::forward<F>(f));
+    retype(n, k);
+  }
 
   void link(graph_node* from, graph_node* to);
+  // Removes one edge from -> to; graph_error if there is none.
+  void unlink(graph_node* from, graph_node* to);
   void set_name(graph_node* n, std::string_view name);
   // The task's name; empty if it has none.
   [[nodiscard]] std::string_view name_of(const graph_node* n) const noexcept {
@@ -425,6 +478,10 @@ class graph_core {
     dirty_ = true;
   }
   void check_idle(const char* what) const;
+  static void check_not_module(const graph_node* n);
+  // n becomes a task of kind k: its out-edges turn conditional or normal
+  // with it (its successors' counts follow).
+  void retype(graph_node* n, node_kind k) noexcept;
   void check_cycles();
   [[noreturn]] void report_cycle(const std::vector<std::uint32_t>& remaining_in);
   run_state* fresh_state();
@@ -515,6 +572,34 @@ class task {
   task succeed(const T&... others) const {
     detail::graph_node& self = node();
     (self.owner->link(&others.node(), &self), ...);
+    return *this;
+  }
+
+  /// Removes one edge from this task to each of `others` (one per call, if
+  /// precede added it twice). A condition task's later edges move down one
+  /// index. Throws graph_error if there is no such edge, or while the graph
+  /// runs (docs/graph.md, "Editing a built graph").
+  template <std::same_as<task>... T>
+  task remove_successor(const T&... others) const {
+    detail::graph_node& self = node();
+    (self.owner->unlink(&self, &others.node()), ...);
+    return *this;
+  }
+
+  /// Replaces the task's callable with f (a placeholder gets work): the
+  /// task becomes a plain, condition or multi-condition task by what f
+  /// returns, as graph::emplace decides, and keeps its edges, name and
+  /// handle. Throws graph_error while the graph runs, or for a composed
+  /// task (graph::compose); if copying f throws, the task is left a
+  /// placeholder.
+  template <class F>
+  task work(F&& f) const {
+    using C = std::decay_t<F>;
+    if constexpr (detail::valid_task<C>()) {
+      using R = std::invoke_result_t<C&>;
+      detail::graph_node& n = node();
+      n.owner->set_work<C, R>(&n, detail::kind_for<R>(), std::forward<F>(f));
+    }
     return *this;
   }
 
@@ -609,23 +694,10 @@ class graph {
   template <class F>
   task emplace(F&& f) {
     using C = std::decay_t<F>;
-    static_assert(std::is_invocable_v<C&>,
-                  "weft::graph::emplace: a task is callable with no arguments (capture what it "
-                  "needs)");
-    if constexpr (std::is_invocable_v<C&>) {
+    if constexpr (detail::valid_task<C>()) {
       using R = std::invoke_result_t<C&>;
-      static_assert(std::is_void_v<R> || detail::successor_index<R> || detail::successor_indices<R>,
-                    "weft::graph::emplace: a task returns void, an integral successor index "
-                    "(a condition task), or a range of them (a multi-condition task)");
-      if constexpr (std::is_void_v<R> || detail::successor_index<R> ||
-                    detail::successor_indices<R>) {
-        constexpr detail::node_kind k = std::is_void_v<R> ? detail::node_kind::work
-                                        : detail::successor_index<R>
-                                            ? detail::node_kind::condition
-                                            : detail::node_kind::multi_condition;
-        detail::graph_core& c = core("emplace a task into");
-        return task{c.add_node<C, R>(k, std::forward<F>(f)), c.serial};
-      }
+      detail::graph_core& c = core("emplace a task into");
+      return task{c.add_node<C, R>(detail::kind_for<R>(), std::forward<F>(f)), c.serial};
     }
     return task{};
   }

@@ -1,4 +1,4 @@
-// expect: weft::graph::emplace: a task returns void, an integral successor index
+// expect: weft::graph::emplace, task::work: a task returns void, an integral successor index
 #include <string>
 #include <weft/weft.hpp>
 

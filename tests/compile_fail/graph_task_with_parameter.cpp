@@ -1,4 +1,4 @@
-// expect: weft::graph::emplace: a task is callable with no arguments
+// expect: weft::graph::emplace, task::work: a task is callable with no arguments
 #include <weft/weft.hpp>
 
 int main() {
