@@ -497,9 +497,51 @@ graph_node* graph_core::step(graph_node* n) noexcept {
   if (skip) n->skip.store(false, std::memory_order_relaxed);
   skip = skip || stopping() || !n->claim();
   if (skip) return release_successors<false>(n, true, no_choice, nullptr);
+  // Waits queued on a semaphore, holding its unit of in_flight_, until a
+  // release reschedules it (then step() runs again from the top).
+  if (n->synced && !acquire_all(n)) [[unlikely]]
+    return nullptr;
   if (traced_) [[unlikely]]
     return traced_step(n);
-  return release_successors<false>(n, false, call(n), nullptr);
+  return release_successors<false>(n, false, n->synced ? call_synced(n) : call(n), nullptr);
+}
+
+std::size_t graph_core::call_synced(graph_node* n) noexcept {
+  const std::size_t choice = call(n);
+  for (semaphore* s : syncs_[n->index]->release) wake(s->release());
+  return choice;
+}
+
+bool graph_core::acquire_all(graph_node* n) noexcept {
+  const std::vector<semaphore*>& wanted = syncs_[n->index]->acquire;
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    if (wanted[i]->try_acquire(n)) continue;
+    // Queued on wanted[i]: a release may run n again from now on, so n's
+    // state is not touched below. The units taken so far go back, and
+    // their waiters get a turn (Taskflow's rule: all or nothing).
+    for (std::size_t k = 0; k < i; ++k) wake(wanted[k]->release());
+    return false;
+  }
+  return true;
+}
+
+void graph_core::wake(graph_node* chain) noexcept {
+  while (chain != nullptr) {
+    // Read first: once queued, the task may run and wait again.
+    graph_node* const next = waiter_link(chain);
+    job* j = chain;
+    chain->owner->publish(&j, 1);
+    chain = next;
+  }
+}
+
+void graph_core::add_sync(graph_node* n, semaphore& s, bool acquire) {
+  check_idle("add a semaphore to");
+  if (syncs_.size() <= n->index) syncs_.resize(n->index + 1);
+  std::unique_ptr<sync_lists>& l = syncs_[n->index];
+  if (!l) l = std::make_unique<sync_lists>();
+  (acquire ? l->acquire : l->release).push_back(&s);
+  n->synced = true;
 }
 
 std::size_t graph_core::call(graph_node* n) noexcept {
@@ -521,7 +563,7 @@ graph_node* graph_core::traced_step(graph_node* n) noexcept {
   }
   // A task is identified to the edges that release it by its address.
   const task_trace t{name, reinterpret_cast<std::uintptr_t>(n)};
-  return release_successors<true>(n, false, call(n), &t);
+  return release_successors<true>(n, false, n->synced ? call_synced(n) : call(n), &t);
 }
 
 template <bool Traced>
@@ -616,6 +658,8 @@ graph_node* graph_core::release_chosen(graph_node* n, const task_trace* t) noexc
 }
 
 void graph_core::publish(job* const* ready, std::size_t n) noexcept {
+  // A semaphore's release may reschedule a task of another graph on
+  // another pool (wake()): each graph publishes to its own run's pool.
   // Out of memory for a queue to grow: run the tasks not pushed here, one
   // after another, rather than lose them. Each holds its unit of
   // in_flight_, so the run still finishes exactly once.
@@ -794,6 +838,50 @@ future<void> pool::run_until(graph& g, std::function<bool()> pred) {
       detail::future_access::make(c.start(*this)).get();
     } while (!pred());
   });
+}
+
+// ---------------------------------------------------------------------------
+// semaphore
+
+semaphore::semaphore(std::size_t max_holders) : max_(max_holders), free_(max_holders) {
+  if (max_holders == 0) {
+    throw usage_error(
+        "weft::semaphore: max_holders is 0, so every task that acquires it would wait "
+        "forever; allow at least 1");
+  }
+}
+
+std::size_t semaphore::available() const {
+  std::lock_guard lock{mutex_};
+  return free_;
+}
+
+bool semaphore::try_acquire(detail::graph_node* n) noexcept {
+  std::lock_guard lock{mutex_};
+  if (free_ > 0) {
+    --free_;
+    return true;
+  }
+  detail::graph_core::waiter_link(n) = nullptr;
+  if (tail_ != nullptr) {
+    detail::graph_core::waiter_link(tail_) = n;
+  } else {
+    head_ = n;
+  }
+  tail_ = n;
+  return false;
+}
+
+detail::graph_node* semaphore::release() noexcept {
+  std::lock_guard lock{mutex_};
+  // A release that no acquire took is ignored beyond the maximum.
+  if (free_ < max_) ++free_;
+  // Every waiter gets a turn: one that finds the unit taken again queues
+  // again, and one that needs other semaphores too may not want this one
+  // first (Taskflow's rule).
+  detail::graph_node* chain = std::exchange(head_, nullptr);
+  tail_ = nullptr;
+  return chain;
 }
 
 }  // namespace weft

@@ -144,6 +144,9 @@ TARGETS = [
     Target("empty_jobs/1000000", "spawn_capacity256_run_here", 1.2, Ref("omp")),
     Target("hipe/compute_4_jobs", "submit", round(1 / 1.95, 3), Ref("seq")),
     Target("hipe/compute_64_jobs", "submit", round(1 / 1.95, 3), Ref("seq")),
+    # Issue 8: run_n(g, 1000) of a 100-task graph, against oneTBB rerunning
+    # its flow graph 1,000 times.
+    Target("graph_rerun/100x1000", "run_n", 0.5, Ref("tbb")),
 ]
 
 NOTES = """\

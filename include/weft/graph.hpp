@@ -52,6 +52,7 @@ class run_cancelled : public std::runtime_error {
 
 class graph;
 class task;
+class semaphore;
 
 namespace detail {
 
@@ -218,6 +219,8 @@ struct graph_node : job {
   const std::uint32_t index;  // also the key of its name (graph_core::name_of)
   node_kind kind;             // changed only while the graph is idle (task::work)
   std::atomic<std::uint8_t> gate{open};
+  // Whether the task acquires or releases semaphores (graph_core::syncs_).
+  bool synced = false;
   // Set by a skipped predecessor before its decrement of `pending`: this
   // task is skipped too in this run.
   std::atomic<bool> skip{false};
@@ -425,6 +428,13 @@ class graph_core {
     retype(n, k);
   }
 
+  // task::acquire / task::release: s joins n's list.
+  void add_sync(graph_node* n, semaphore& s, bool acquire);
+  // The link of a synced task in the queue of the semaphore it waits on.
+  static graph_node*& waiter_link(graph_node* n) noexcept {
+    return n->owner->syncs_[n->index]->next_waiter;
+  }
+
   void link(graph_node* from, graph_node* to);
   // Removes one edge from -> to; graph_error if there is none.
   void unlink(graph_node* from, graph_node* to);
@@ -492,6 +502,15 @@ class graph_core {
   // edges it releases go to the trace (docs/tracing.md).
   graph_node* traced_step(graph_node* n) noexcept;
   std::size_t call(graph_node* n) noexcept;
+  // call() between acquiring and releasing the task's semaphores.
+  std::size_t call_synced(graph_node* n) noexcept;
+  // Before a synced task runs: takes a unit of each semaphore it acquires,
+  // or none and queues it on the first that has none left (false: it runs
+  // once a release reschedules it).
+  bool acquire_all(graph_node* n) noexcept;
+  // Reschedules the tasks a semaphore release dequeued, each on its own
+  // graph's pool (they may belong to other graphs).
+  static void wake(graph_node* chain) noexcept;
   // Traced: each successor made ready is recorded as an edge of `t`.
   template <bool Traced>
   graph_node* release_successors(graph_node* n, bool skip, std::size_t choice,
@@ -546,6 +565,14 @@ class graph_core {
   // Task names by node index (graph_core::name_of), kept out of the nodes,
   // which are two cache lines without them.
   std::vector<std::string> names_;
+  // The semaphores of synced tasks, by task index (task::acquire/release),
+  // and the link of the semaphore queue the task waits in, if any.
+  struct sync_lists {
+    std::vector<semaphore*> acquire;
+    std::vector<semaphore*> release;
+    graph_node* next_waiter = nullptr;  // guarded by the semaphore's mutex
+  };
+  std::vector<std::unique_ptr<sync_lists>> syncs_;
   node_arena nodes_;
 };
 
@@ -583,6 +610,22 @@ class task {
   task remove_successor(const T&... others) const {
     detail::graph_node& self = node();
     (self.owner->unlink(&self, &others.node()), ...);
+    return *this;
+  }
+
+  /// Before each run of this task, takes a unit of s (of each, in the order
+  /// added): a task that finds one empty waits, queued on it and holding no
+  /// worker, until a release gives it a turn (docs/graph.md, "Semaphores").
+  task acquire(semaphore& s) const {
+    detail::graph_node& n = node();
+    n.owner->add_sync(&n, s, true);
+    return *this;
+  }
+  /// After each run of this task, gives a unit back to s, and reschedules
+  /// the tasks waiting on it.
+  task release(semaphore& s) const {
+    detail::graph_node& n = node();
+    n.owner->add_sync(&n, s, false);
     return *this;
   }
 
@@ -669,6 +712,38 @@ class task {
 
   detail::graph_node* node_ = nullptr;
   [[maybe_unused]] std::uint64_t serial_ = 0;  // checked without NDEBUG
+};
+
+/// Limits how many graph tasks run at once across every graph and pool that
+/// uses it (Taskflow's tf::Semaphore): a task that acquires it waits, without
+/// holding a worker, while `max_holders` others hold it. Must outlive the
+/// runs of the graphs whose tasks use it. See docs/graph.md, "Semaphores".
+class semaphore {
+ public:
+  /// At most max_holders units taken at once; 0 throws usage_error.
+  explicit semaphore(std::size_t max_holders);
+  semaphore(const semaphore&) = delete;
+  semaphore& operator=(const semaphore&) = delete;
+  ~semaphore() = default;
+
+  /// Units free now (a snapshot).
+  [[nodiscard]] std::size_t available() const;
+  /// The units it was made with.
+  [[nodiscard]] std::size_t max_holders() const noexcept { return max_; }
+
+ private:
+  friend class detail::graph_core;
+  // Takes a unit, or queues n to be rescheduled by a release (false).
+  bool try_acquire(detail::graph_node* n) noexcept;
+  // Gives a unit back; returns the tasks that waited (linked through
+  // graph_core::waiter_link), now dequeued, for the caller to reschedule.
+  detail::graph_node* release() noexcept;
+
+  const std::size_t max_;
+  mutable std::mutex mutex_;
+  std::size_t free_;                      // guarded by mutex_
+  detail::graph_node* head_ = nullptr;  // waiting tasks, FIFO; guarded by mutex_
+  detail::graph_node* tail_ = nullptr;
 };
 
 /// A set of tasks and the edges between them, run by pool::run as often as
