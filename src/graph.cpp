@@ -497,19 +497,34 @@ graph_node* graph_core::step(graph_node* n) noexcept {
   if (skip) n->skip.store(false, std::memory_order_relaxed);
   skip = skip || stopping() || !n->claim();
   if (skip) return release_successors<false>(n, true, no_choice, nullptr);
-  // Waits queued on a semaphore, holding its unit of in_flight_, until a
-  // release reschedules it (then step() runs again from the top).
-  if (n->synced && !acquire_all(n)) [[unlikely]]
-    return nullptr;
   if (traced_) [[unlikely]]
     return traced_step(n);
-  return release_successors<false>(n, false, n->synced ? call_synced(n) : call(n), nullptr);
+  return release_successors<false>(n, false, call(n), nullptr);
 }
 
-std::size_t graph_core::call_synced(graph_node* n) noexcept {
-  const std::size_t choice = call(n);
-  for (semaphore* s : syncs_[n->index]->release) wake(s->release());
-  return choice;
+std::size_t graph_core::synced_call(graph_node* n) {
+  graph_core& g = *n->owner;
+  // A task that must wait is queued on a semaphore and holds its unit of
+  // in_flight_ until a release reschedules it; step() then runs again from
+  // the top.
+  if (!g.acquire_all(n)) return waiting_choice;
+  const sync_lists& l = *g.syncs_[n->index];
+  struct release_all {
+    const std::vector<semaphore*>& release;
+    ~release_all() {
+      for (semaphore* s : release) wake(s->release());
+    }
+  } const guard{l.release};  // also when the callable throws
+  return l.inner != nullptr ? l.inner(n) : no_choice;
+}
+
+void graph_core::set_call(graph_node* n, std::size_t (*f)(graph_node*)) noexcept {
+  if (!n->synced) {
+    n->call = f;
+    return;
+  }
+  syncs_[n->index]->inner = f;
+  n->call = &synced_call;
 }
 
 bool graph_core::acquire_all(graph_node* n) noexcept {
@@ -541,7 +556,11 @@ void graph_core::add_sync(graph_node* n, semaphore& s, bool acquire) {
   std::unique_ptr<sync_lists>& l = syncs_[n->index];
   if (!l) l = std::make_unique<sync_lists>();
   (acquire ? l->acquire : l->release).push_back(&s);
-  n->synced = true;
+  if (!n->synced) {
+    const auto own = n->call;
+    n->synced = true;
+    set_call(n, own);
+  }
 }
 
 std::size_t graph_core::call(graph_node* n) noexcept {
@@ -563,12 +582,14 @@ graph_node* graph_core::traced_step(graph_node* n) noexcept {
   }
   // A task is identified to the edges that release it by its address.
   const task_trace t{name, reinterpret_cast<std::uintptr_t>(n)};
-  return release_successors<true>(n, false, n->synced ? call_synced(n) : call(n), &t);
+  return release_successors<true>(n, false, call(n), &t);
 }
 
 template <bool Traced>
 graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t choice,
                                            const task_trace* t) noexcept {
+  if (choice == waiting_choice) [[unlikely]]
+    return nullptr;  // queued on a semaphore, with its unit (synced_call)
   const std::uint32_t k = n->successors.size();
   if (chooses(n->kind)) {
     if (choice == multi_choice) return release_chosen<Traced>(n, t);

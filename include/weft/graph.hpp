@@ -120,6 +120,8 @@ constexpr bool chooses(node_kind k) noexcept {
 inline constexpr std::size_t no_choice = static_cast<std::size_t>(-1);
 // A multi-condition task's choices are in chosen_branches.
 inline constexpr std::size_t multi_choice = no_choice - 1;
+// A task found a semaphore empty and waits in its queue (graph_core::synced_call).
+inline constexpr std::size_t waiting_choice = no_choice - 2;
 
 // What a task may return: nothing, a successor index (a condition task), or
 // a range of them (a multi-condition task). bool is neither, and a range of
@@ -219,7 +221,8 @@ struct graph_node : job {
   const std::uint32_t index;  // also the key of its name (graph_core::name_of)
   node_kind kind;             // changed only while the graph is idle (task::work)
   std::atomic<std::uint8_t> gate{open};
-  // Whether the task acquires or releases semaphores (graph_core::syncs_).
+  // Whether the task acquires or releases semaphores (graph_core::syncs_):
+  // then `call` is graph_core::synced_call, which wraps the task's own.
   bool synced = false;
   // Set by a skipped predecessor before its decrement of `pending`: this
   // task is skipped too in this run.
@@ -422,9 +425,10 @@ class graph_core {
     check_not_module(n);
     if (n->destroy != nullptr) n->destroy(n);
     n->destroy = nullptr;
-    n->call = nullptr;
+    set_call(n, nullptr);
     retype(n, node_kind::placeholder);  // what n is should the next step throw
     store_callable<C, R>(n, std::forward<F>(f));
+    set_call(n, n->call);  // behind synced_call, if n has semaphores
     retype(n, k);
   }
 
@@ -502,8 +506,11 @@ class graph_core {
   // edges it releases go to the trace (docs/tracing.md).
   graph_node* traced_step(graph_node* n) noexcept;
   std::size_t call(graph_node* n) noexcept;
-  // call() between acquiring and releasing the task's semaphores.
-  std::size_t call_synced(graph_node* n) noexcept;
+  // The `call` of a task with semaphores: its own callable between
+  // acquiring and releasing them; waiting_choice if it had to wait.
+  static std::size_t synced_call(graph_node* n);
+  // Sets n's callable, behind synced_call if n has semaphores.
+  void set_call(graph_node* n, std::size_t (*f)(graph_node*)) noexcept;
   // Before a synced task runs: takes a unit of each semaphore it acquires,
   // or none and queues it on the first that has none left (false: it runs
   // once a release reschedules it).
@@ -570,7 +577,8 @@ class graph_core {
   struct sync_lists {
     std::vector<semaphore*> acquire;
     std::vector<semaphore*> release;
-    graph_node* next_waiter = nullptr;  // guarded by the semaphore's mutex
+    std::size_t (*inner)(graph_node*) = nullptr;  // the task's own callable
+    graph_node* next_waiter = nullptr;            // guarded by the semaphore's mutex
   };
   std::vector<std::unique_ptr<sync_lists>> syncs_;
   node_arena nodes_;
@@ -741,7 +749,7 @@ class semaphore {
 
   const std::size_t max_;
   mutable std::mutex mutex_;
-  std::size_t free_;                      // guarded by mutex_
+  std::size_t free_;                    // guarded by mutex_
   detail::graph_node* head_ = nullptr;  // waiting tasks, FIFO; guarded by mutex_
   detail::graph_node* tail_ = nullptr;
 };
