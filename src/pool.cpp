@@ -111,12 +111,16 @@ pool::pool(pool_options options)
   detail::worker_start start{options.threads, cpus_, on_worker_start_, name_};
   const std::size_t threads = start.workers();
   const std::size_t slots = options.max_threads != 0 ? options.max_threads : threads;
-  if (options.max_threads != 0 && (threads == 0 || options.max_threads < threads)) {
+  if (options.max_threads != 0 && threads == 0) {
+    throw usage_error("weft::pool '" + name_ +
+                      "': pool_options::max_threads is set for a sequential pool (threads = 0), "
+                      "which cannot be resized; leave it 0, or ask for threads");
+  }
+  if (options.max_threads != 0 && options.max_threads < threads) {
     throw usage_error("weft::pool '" + name_ +
                       "': pool_options::max_threads = " + std::to_string(options.max_threads) +
                       " is less than the " + std::to_string(threads) +
-                      " worker(s) it starts with (a sequential pool, threads = 0, cannot be "
-                      "resized); set it to at least threads, or leave it 0");
+                      " workers it starts with; set it to at least threads, or leave it 0");
   }
   constexpr std::size_t most_workers = std::size_t{1} << 16;
   if (slots > most_workers) {
