@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/detail/scheduler.hpp"
 #include "weft/detail/trace.hpp"
 
 namespace weft {
@@ -134,30 +136,28 @@ void node_arena::grow(std::size_t at_least) {
 graph_core::graph_core() : serial(register_graph()) {}
 
 graph_core::~graph_core() {
-  // Acquire pairs with the release decrement in sequence_end(): the
-  // sequence's last touch of the graph is done.
-  if (sequences_.load(std::memory_order_acquire) != 0) {
-    // A run_n/run_until job still to run or running: wait (helping on a
-    // worker) for it, since it runs this graph.
-    sequence_pool_.load(std::memory_order_relaxed)->wait_until([this] {
-      // Acquire: as above.
-      return sequences_.load(std::memory_order_acquire) == 0;
-    });
-  }
-  if (running()) {
-    // Destroying a graph with a run in flight: wait for the run, since its
-    // tasks live here. current_ stays valid: the graph holds a reference.
-    current_->owner->await(current_->done);
+  // Destroying a graph with runs in flight or queued: wait for the last of
+  // them (helping, on a worker), since their tasks live here. Nothing can
+  // queue another now. The graph holds a reference to every state it made,
+  // so the one waited on stays valid; a run that ends meanwhile hands the
+  // turn on under the mutex, so current_ is the run in flight.
+  for (;;) {
+    run_state* last = nullptr;
+    {
+      std::lock_guard lock{queue_mutex_};
+      if (!running()) break;
+      last = queue_tail_ != nullptr ? queue_tail_ : current_;
+    }
+    last->owner->await(last->done);
   }
   if (trivial_nodes_) nodes_.skip_destructors();
   release_state(state_);
+  for (run_state* s : spare_) release_state(s);
   unregister_graph(serial);
 }
 
 void graph_core::check_idle(const char* what) const {
-  // Relaxed: a sequence the caller started (the only kind it can mean) was
-  // counted by its own thread.
-  if (running() || sequences_.load(std::memory_order_relaxed) != 0) {
+  if (running()) {
     throw graph_error(std::string("weft::graph: cannot ") + what +
                       " a graph while it runs; wait for the run's future first");
   }
@@ -285,10 +285,19 @@ void graph_core::set_name(graph_node* n, std::string_view name) {
 }
 
 bool graph_core::cancel() noexcept {
-  // Any thread, at any time: the mutex makes start() and finish_run()
-  // publish and withdraw the run as a whole.
-  std::lock_guard lock{cancel_mutex_};
-  return cancellable_ != nullptr && run_state::request_cancel(cancellable_);
+  // Any thread, at any time: the mutexes make start(), release_turn() and
+  // finish_run() publish and withdraw runs as a whole (queue first, as in
+  // release_turn()).
+  std::lock_guard queue_lock{queue_mutex_};
+  bool cancelled = false;
+  {
+    std::lock_guard lock{cancel_mutex_};
+    cancelled = cancellable_ != nullptr && run_state::request_cancel(cancellable_);
+  }
+  for (run_state* s = queue_head_; s != nullptr; s = s->next_queued) {
+    cancelled = run_state::request_cancel(s) || cancelled;
+  }
+  return cancelled;
 }
 
 bool run_state::on_dropped(future_state<void>* base) noexcept {
@@ -374,47 +383,100 @@ void graph_core::report_cycle(const std::vector<std::uint32_t>& remaining_in) {
 // ---------------------------------------------------------------------------
 // graph_core: running
 
+namespace {
+
+// Makes a state the graph alone holds (its run and future gone) new again.
+void recycle(run_state* s) noexcept {
+  if (s->error) report_unretrieved(s->error);
+  std::destroy_at(s);
+  std::construct_at(s);
+  // Relaxed: nobody else holds the state yet; init_state() adds the
+  // future's and the run's references once the run is sure to start.
+  s->refs.store(run_state::graph_ref, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 run_state* graph_core::fresh_state() {
   run_state* s = state_;
   if (s != nullptr) {
     // Acquire pairs with the acq_rel drops of the previous run and of its
     // future: once we are the only owner, their last accesses are done.
     int refs = s->refs.load(std::memory_order_acquire);
-    // The previous run cleared running_ just before it let go of the state
-    // (run_state's reference counting): wait those few instructions.
+    // The previous run released its turn just before it let go of the
+    // state (run_state's reference counting): wait those few instructions.
     while (refs >= run_state::run_ref + run_state::graph_ref) {
       std::this_thread::yield();
       refs = s->refs.load(std::memory_order_acquire);
     }
     if (refs == run_state::graph_ref) {
-      if (s->error) report_unretrieved(s->error);
-      std::destroy_at(s);
-      std::construct_at(s);
-    } else {
-      state_ = nullptr;
-      release_state(s);
-      s = nullptr;
+      recycle(s);
+      return s;
     }
+    // Its future is still held: take a spare, as a queued run does (one
+    // left by an earlier queue is free by now, typically).
+    std::lock_guard lock{queue_mutex_};
+    return spare_state();
   }
-  if (s == nullptr) s = state_ = new run_state;
+  s = new run_state;
+  // Relaxed: as in recycle().
+  s->refs.store(run_state::graph_ref, std::memory_order_relaxed);
+  state_ = s;
+  return s;
+}
+
+run_state* graph_core::spare_state() {
+  for (auto it = spare_.begin(); it != spare_.end();) {
+    run_state* s = *it;
+    // Acquire: as in fresh_state().
+    int refs = s->refs.load(std::memory_order_acquire);
+    // A run that has set its future lets go of the state a few
+    // instructions later (as in fresh_state()): wait for that.
+    while (refs >= run_state::graph_ref + run_state::run_ref && s->done.is_set()) {
+      std::this_thread::yield();
+      refs = s->refs.load(std::memory_order_acquire);
+    }
+    if (refs == run_state::graph_ref) {
+      recycle(s);
+      return s;
+    }
+    if (refs == run_state::graph_ref + run_state::future_ref) {
+      // Its run is over and only its future holds it: let the future have it.
+      it = spare_.erase(it);
+      release_state(s);
+      continue;
+    }
+    ++it;
+  }
+  spare_.reserve(spare_.size() + 1);
+  auto* s = new run_state;
+  // Relaxed: as in recycle().
+  s->refs.store(run_state::graph_ref, std::memory_order_relaxed);
+  spare_.push_back(s);
+  return s;
+}
+
+void graph_core::init_state(run_state* s, pool& p, unsigned epoch, std::size_t runs,
+                            std::function<bool()>& until) noexcept {
   s->run = nullptr;  // the state is never queued: the graph's tasks are
   s->destroy = &destroy_state;
   s->cancel = &run_state::request_cancel;  // future<void>::cancel() reaches the run
   s->dropped = &run_state::on_dropped;
-  // Relaxed: nobody else holds the state yet. start() adds the future's
-  // and the run's references once the run is sure to start.
-  s->refs.store(run_state::graph_ref, std::memory_order_relaxed);
-  return s;
+  s->owner = &p;
+  s->epoch = epoch;
+  s->repeats = runs - 1;
+  s->until = std::move(until);
+  s->next_queued = nullptr;
+  // Relaxed: the state is published with the future, and to the tasks by
+  // the pushes of the sources (or by queue_mutex_, queued).
+  s->refs.store(run_state::graph_ref + run_state::future_ref + run_state::run_ref,
+                std::memory_order_relaxed);
 }
 
-run_state* graph_core::start(pool& p) {
-  // Acquire pairs with the release store in finish_run(): the previous
-  // run's tasks, including their counter resets, are visible.
-  if (running_.exchange(true, std::memory_order_acquire)) {
-    throw graph_error(
-        "weft::pool::run: the graph is still running; wait for its previous run's future "
-        "before running it again");
-  }
+run_state* graph_core::start(pool& p, std::size_t runs, std::function<bool()> until) {
+  // Acquire pairs with the release decrement in release_turn(): the
+  // previous run's tasks, including their counter resets, are visible.
+  if (runs_.fetch_add(1, std::memory_order_acquire) != 0) return enqueue(p, runs, until);
   run_state* s = nullptr;
   pool::ticket t{};
   try {
@@ -425,60 +487,158 @@ run_state* graph_core::start(pool& p) {
     s = fresh_state();
     t = p.enter();
   } catch (...) {
-    // Release: as in finish_run().
-    running_.store(false, std::memory_order_release);
+    // The turn goes on: a run queued meanwhile starts now.
+    if (run_state* next = release_turn()) launch(next, true);
     throw;
   }
   // Destroyed last: the caller's last touch of the pool, if it is not a
   // worker (the run may finish, and the pool go, as soon as the last source
   // is pushed).
   const pool::submission_guard guard{p, t};
-  // Relaxed: the state is published with the future, and to the tasks by the
-  // pushes of the sources.
-  s->refs.store(run_state::graph_ref + run_state::future_ref + run_state::run_ref,
-                std::memory_order_relaxed);
-  s->owner = &p;
-  pool_ = &p;
-  traced_ = p.tracer_ != nullptr;
+  init_state(s, p, t.epoch, runs, until);
   current_ = s;
-  run_epoch_ = t.epoch;
-  error_ = nullptr;
+  launch(s, false);
+  return s;
+}
+
+bool graph_core::inside_own_task() const noexcept { return running_scope::inside(this); }
+
+run_state* graph_core::enqueue(pool& p, std::size_t runs, std::function<bool()>& until) {
+  if (inside_own_task()) {
+    abandon_enqueue();
+    throw graph_error(
+        "weft::pool::run: a task of the graph runs the graph again, but that run could only "
+        "start after the task's own run has finished; repeat the graph with pool.run_n or "
+        "pool.run_until, or loop with a condition task");
+  }
+  pool::ticket t{};
+  try {
+    t = p.enter();
+  } catch (...) {
+    abandon_enqueue();
+    throw;
+  }
+  const pool::submission_guard guard{p, t};  // destroyed last, as in start()
+  run_state* s = nullptr;
+  bool turn = false;
   {
-    std::lock_guard lock{cancel_mutex_};
-    cancellable_ = s;
+    std::unique_lock lock{queue_mutex_};
+    try {
+      s = spare_state();
+    } catch (...) {
+      lock.unlock();
+      p.leave(t.epoch);
+      abandon_enqueue();
+      throw;
+    }
+    init_state(s, p, t.epoch, runs, until);
+    if (turn_free_) {
+      // The run in flight ended while we came here: ours starts now.
+      turn_free_ = false;
+      turn = true;
+      current_ = s;
+    } else if (queue_tail_ != nullptr) {
+      queue_tail_->next_queued = s;
+      queue_tail_ = s;
+    } else {
+      queue_head_ = queue_tail_ = s;
+    }
   }
-  if (has_conditions_) {
-    // A condition leaves the branches it did not take with partly counted
-    // predecessors: start every task afresh.
-    nodes_.for_each([](graph_node* n) {
-      // Relaxed: published by the pushes below.
-      n->pending.store(n->strong, std::memory_order_relaxed);
-      n->skip.store(false, std::memory_order_relaxed);
-    });
+  if (turn) launch(s, false);
+  return s;
+}
+
+run_state* graph_core::release_turn() noexcept {
+  // acq_rel: release pairs with the acquire in start() and running() (this
+  // run's tasks and counter resets are visible to whoever sees the graph
+  // idle); acquire, with an enqueue's increment (ordered before its lock).
+  if (runs_.fetch_sub(1, std::memory_order_acq_rel) == 1) return nullptr;
+  std::lock_guard lock{queue_mutex_};
+  run_state* next = queue_head_;
+  if (next == nullptr) {
+    // An enqueue between its increment and its lock: it takes the turn.
+    turn_free_ = true;
+    return nullptr;
   }
-  if (sources_.empty()) {
-    in_flight_.store(1, std::memory_order_relaxed);
-    retire(1);
-    return s;
+  queue_head_ = next->next_queued;
+  if (queue_head_ == nullptr) queue_tail_ = nullptr;
+  current_ = next;
+  std::lock_guard cancel_lock{cancel_mutex_};
+  cancellable_ = next;
+  return next;
+}
+
+void graph_core::abandon_enqueue() noexcept {
+  std::lock_guard lock{queue_mutex_};
+  // acq_rel: as in release_turn(). Back to zero: nobody waits for a turn
+  // this enqueue would have taken, and the next start() takes it itself.
+  if (runs_.fetch_sub(1, std::memory_order_acq_rel) == 1) turn_free_ = false;
+}
+
+void graph_core::launch(run_state* s, bool guarded) noexcept {
+  if (prepare_run(s)) {
+    launch_prepared(*s->owner, guarded);
+  } else {
+    finish_run();  // nothing to run: it is over already
   }
+}
+
+void graph_core::launch_prepared(pool& p, bool guarded) noexcept {
   // Relaxed: each push publishes it to the task it queues.
   // Once the last source is queued the run may finish and the graph change:
   // read nothing of it after that.
   const std::size_t n = sources_.size();
   graph_node* const* const sources = sources_.data();
-  in_flight_.store(n, std::memory_order_relaxed);
+  guarded = guarded && !scheduler::on_worker_of(p);
   for (std::size_t i = 0; i < n; ++i) {
     job* j = sources[i];
-    // A source that cannot be queued (out of memory) runs here.
-    if (p.push_many(&j, 1) == 0) run_node(j);
+    // A source that cannot be queued (out of memory, or p closing for a
+    // guarded push) runs here.
+    const std::size_t queued = guarded ? scheduler::publish_guarded(p, &j, 1) : p.push_many(&j, 1);
+    if (queued == 0) run_node(j);
   }
-  return s;
+}
+
+bool graph_core::prepare_run(run_state* s) noexcept {
+  pool& p = *s->owner;
+  pool_ = &p;
+  traced_ = p.tracer_ != nullptr;
+  run_epoch_ = s->epoch;
+  error_ = nullptr;
+  {
+    std::lock_guard lock{cancel_mutex_};
+    cancellable_ = s;
+  }
+  if (dirty_ && has_backward_) {
+    // Only after a start that failed this check: its queued successors
+    // fail the same way.
+    try {
+      check_cycles();
+    } catch (...) {
+      fail(std::current_exception());
+      return false;
+    }
+  }
+  dirty_ = false;
+  if (has_conditions_) {
+    // A condition leaves the branches it did not take with partly counted
+    // predecessors: start every task afresh.
+    nodes_.for_each([](graph_node* n) {
+      // Relaxed: published by the pushes of the sources.
+      n->pending.store(n->strong, std::memory_order_relaxed);
+      n->skip.store(false, std::memory_order_relaxed);
+    });
+  }
+  if (sources_.empty()) return false;
+  // Relaxed: published by the pushes of the sources.
+  in_flight_.store(sources_.size(), std::memory_order_relaxed);
+  return true;
 }
 
 void graph_core::run_node(job* j) noexcept {
   auto* n = static_cast<graph_node*>(j);
   graph_core& g = *n->owner;
-  const running_scope running{g.pool_, g.run_epoch_};
+  const running_scope running{g.pool_, g.run_epoch_, &g};
   // One ready successor runs next on this thread; the loop keeps the stack
   // flat however long the chain.
   do {
@@ -701,48 +861,86 @@ void graph_core::fail(std::exception_ptr error) noexcept {
   if (!error_) error_ = std::move(error);
 }
 
+bool graph_core::run_again(run_state* s) noexcept {
+  // Relaxed: a cancel seen late only costs one more run, which it stops;
+  // finish_run()'s acq_rel read of the status decides the outcome. error_
+  // was written before the tasks' acq_rel decrements of in_flight_.
+  if (error_ || (s->status.load(std::memory_order_relaxed) & run_state::stop_mask) != 0) {
+    return false;
+  }
+  if (s->until) {
+    try {
+      return !s->until();
+    } catch (...) {
+      fail(std::current_exception());
+      return false;
+    }
+  }
+  if (s->repeats == 0) return false;
+  --s->repeats;
+  return true;
+}
+
 void graph_core::finish_run() noexcept {
-  run_state* s = current_;
-  pool* p = pool_;
-  const unsigned epoch = run_epoch_;
-  {
-    // From here on cancel() finds no run, so the state can be reused.
-    std::lock_guard lock{cancel_mutex_};
-    cancellable_ = nullptr;
-  }
-  // acq_rel: see run_state::request_cancel() and run_state::on_dropped().
-  const unsigned status = s->status.fetch_or(run_state::finished_bit, std::memory_order_acq_rel);
-  const bool dropped = (status & run_state::dropped_bit) != 0;
-  if (error_) {
-    if (dropped) {
-      // Nobody will see the future's error: the pool's error path gets it.
-      p->report_error(std::exchange(error_, nullptr));
-    } else {
-      s->error = std::exchange(error_, nullptr);
+  // Each pass ends the run in flight, or starts it again (a sequence), and
+  // goes on with the next run while runs end as soon as they start (a graph
+  // without tasks): a loop, so that no sequence or queue deepens the stack.
+  for (;;) {
+    run_state* s = current_;
+    if (run_again(s)) {
+      if (!prepare_run(s)) continue;
+      launch_prepared(*s->owner, true);
+      return;
     }
-  } else if ((status & run_state::cancel_bit) != 0) {
-    // A cancel asked for is no error: only a future still held learns of it.
-    if (!dropped) {
-      try {
-        throw run_cancelled("weft::graph: the run was cancelled before it finished");
-      } catch (...) {
-        s->error = std::current_exception();
+    pool* p = pool_;
+    const unsigned epoch = run_epoch_;
+    {
+      // From here on cancel() does not find this run, so its state can be
+      // reused.
+      std::lock_guard lock{cancel_mutex_};
+      cancellable_ = nullptr;
+    }
+    // acq_rel: see run_state::request_cancel() and run_state::on_dropped().
+    const unsigned status = s->status.fetch_or(run_state::finished_bit, std::memory_order_acq_rel);
+    const bool dropped = (status & run_state::dropped_bit) != 0;
+    if (error_) {
+      if (dropped) {
+        // Nobody will see the future's error: the pool's error path gets it.
+        p->report_error(std::exchange(error_, nullptr));
+      } else {
+        s->error = std::exchange(error_, nullptr);
       }
+    } else if ((status & run_state::cancel_bit) != 0) {
+      // A cancel asked for is no error: only a future still held learns of it.
+      if (!dropped) {
+        try {
+          throw run_cancelled("weft::graph: the run was cancelled before it finished");
+        } catch (...) {
+          s->error = std::current_exception();
+        }
+      }
+    } else {
+      s->value.emplace();
     }
-  } else {
-    s->value.emplace();
+    // The next queued run now has the turn; without one, the graph may be
+    // run again or destroyed from here on, so nothing below touches it.
+    run_state* const next = release_turn();
+    s->done.set();
+    // acq_rel: as in future_state::drop(); the last owner destroys the state.
+    if (s->refs.fetch_sub(run_state::run_ref, std::memory_order_acq_rel) == run_state::run_ref) {
+      if (s->error) report_unretrieved(s->error);
+      destroy_state(s);
+    }
+    if (next == nullptr) {
+      p->leave(epoch);  // last: the pool may be destroyed once its count is zero
+      return;
+    }
+    // With the turn, the graph stays: start the next run (on its own pool).
+    const bool queued = prepare_run(next);
+    if (queued) launch_prepared(*next->owner, true);
+    p->leave(epoch);  // our run's pool; the next run keeps its own
+    if (queued) return;
   }
-  // Release pairs with the acquire in start(), running() and the
-  // destructor: from here on the graph may be run again or destroyed, so
-  // nothing below touches it.
-  running_.store(false, std::memory_order_release);
-  s->done.set();
-  // acq_rel: as in future_state::drop(); the last owner destroys the state.
-  if (s->refs.fetch_sub(run_state::run_ref, std::memory_order_acq_rel) == run_state::run_ref) {
-    if (s->error) report_unretrieved(s->error);
-    destroy_state(s);
-  }
-  p->leave(epoch);  // last: the pool may be destroyed once its count is zero
 }
 
 }  // namespace detail
@@ -819,32 +1017,10 @@ future<void> pool::run(graph& g) {
   return future<void>(c.start(*this));
 }
 
-namespace {
-
-// Counts a run_n/run_until sequence from its call to the end of its job.
-class sequence_guard {
- public:
-  sequence_guard(detail::graph_core& c, pool& p) : core_(&c) { c.sequence_begin(p); }
-  sequence_guard(sequence_guard&& other) noexcept : core_(std::exchange(other.core_, nullptr)) {}
-  sequence_guard(const sequence_guard&) = delete;
-  sequence_guard& operator=(const sequence_guard&) = delete;
-  sequence_guard& operator=(sequence_guard&&) = delete;
-  ~sequence_guard() {
-    if (core_ != nullptr) core_->sequence_end();
-  }
-
- private:
-  detail::graph_core* core_;
-};
-
-}  // namespace
-
 future<void> pool::run_n(graph& g, std::size_t n) {
   detail::graph_core& c = g.core("run");
-  // The guard moves into the job, and ends with it (or here, if submit throws).
-  return submit([this, &c, n, guard = sequence_guard{c, *this}] {
-    for (std::size_t i = 0; i < n; ++i) detail::future_access::make(c.start(*this)).get();
-  });
+  if (n == 0) return submit([] {});
+  return future<void>(c.start(*this, n));
 }
 
 future<void> pool::run_until(graph& g, std::function<bool()> pred) {
@@ -854,11 +1030,7 @@ future<void> pool::run_until(graph& g, std::function<bool()> pred) {
         "the runs should stop");
   }
   detail::graph_core& c = g.core("run");
-  return submit([this, &c, pred = std::move(pred), guard = sequence_guard{c, *this}] {
-    do {
-      detail::future_access::make(c.start(*this)).get();
-    } while (!pred());
-  });
+  return future<void>(c.start(*this, 1, std::move(pred)));
 }
 
 // ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <mutex>
@@ -387,6 +388,13 @@ struct run_state final : future_state<void> {
   static bool on_dropped(future_state<void>* s) noexcept;
 
   std::atomic<unsigned> status{0};
+  // A sequence (pool::run_n, pool::run_until) is one state run again and
+  // again: the runs still to come after this one (run_n), or the predicate
+  // that ends it when it returns true (run_until).
+  std::size_t repeats = 0;
+  std::function<bool()> until;
+  // The run queued after this one (graph_core's queue, under its mutex).
+  run_state* next_queued = nullptr;
 };
 
 // Registry of live graphs, consulted by task handles in builds without
@@ -450,29 +458,18 @@ class graph_core {
   void reserve(std::size_t n) { nodes_.reserve(n); }
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
   [[nodiscard]] bool running() const noexcept {
-    // Acquire pairs with the release store in finish_run(): once false,
-    // the finished run's effects are visible.
-    return running_.load(std::memory_order_acquire);
+    // Acquire pairs with the release decrement in release_turn(): once
+    // zero, the last run's effects are visible.
+    return runs_.load(std::memory_order_acquire) != 0;
   }
+  // Cancels the run in flight and every queued run.
   bool cancel() noexcept;
   void dump(std::ostream& out) const;
-  // A run_n/run_until sequence, from its call to the end of its job.
-  void sequence_begin(pool& p) noexcept {
-    // Relaxed: read by the destructor only after the count below.
-    sequence_pool_.store(&p, std::memory_order_relaxed);
-    // Relaxed: the caller's later calls see it in program order, and the
-    // graph's destructor runs after them.
-    sequences_.fetch_add(1, std::memory_order_relaxed);
-  }
-  void sequence_end() noexcept {
-    // Release pairs with the acquire loads in ~graph_core(): the sequence's
-    // last touch of the graph is done.
-    sequences_.fetch_sub(1, std::memory_order_release);
-  }
   [[nodiscard]] unsigned run_epoch() const noexcept { return run_epoch_; }
 
-  // pool::run's half: validates, resets, and queues the sources.
-  run_state* start(pool& p);
+  // pool::run's half (run_n, run_until: `runs` runs, or until `until`
+  // returns true): starts the run, or queues it behind the runs in flight.
+  run_state* start(pool& p, std::size_t runs = 1, std::function<bool()> until = {});
 
   const std::uint64_t serial;
 
@@ -499,6 +496,35 @@ class graph_core {
   void check_cycles();
   [[noreturn]] void report_cycle(const std::vector<std::uint32_t>& remaining_in);
   run_state* fresh_state();
+  // A state for a queued run: a spare whose run and future are gone, or a
+  // new one. Under queue_mutex_.
+  run_state* spare_state();
+  static void init_state(run_state* s, pool& p, unsigned epoch, std::size_t runs,
+                         std::function<bool()>& until) noexcept;
+  // start() when the graph already has a run: queues this one (or runs it,
+  // if the turn fell free meanwhile).
+  run_state* enqueue(pool& p, std::size_t runs, std::function<bool()>& until);
+  // Whether the calling thread runs one of this graph's tasks (maybe
+  // beneath a helping wait): a run it queued could never start.
+  [[nodiscard]] bool inside_own_task() const noexcept;
+  // The holder of the turn (the right to run) is done with it: the next
+  // queued run, which now holds it, or nullptr (none queued: the graph is
+  // idle, or an enqueue in progress takes the turn).
+  run_state* release_turn() noexcept;
+  // An enqueue that failed gives back its place in runs_.
+  void abandon_enqueue() noexcept;
+  // With the turn: starts the run of s (sets it up, queues its sources).
+  // `guarded`: the caller is not s's submitter, so the pushes count as
+  // submissions of their own (scheduler::publish_guarded).
+  void launch(run_state* s, bool guarded) noexcept;
+  // launch()'s second half: queues the sources of the prepared run on p.
+  void launch_prepared(pool& p, bool guarded) noexcept;
+  // launch()'s first half: false if the run has no task to queue (it is
+  // over as soon as it starts).
+  bool prepare_run(run_state* s) noexcept;
+  // Whether the run of current_ that just ended starts again (a sequence
+  // not over); reports a throwing predicate as the run's error.
+  bool run_again(run_state* s) noexcept;
 
   static void run_node(job* j) noexcept;
   graph_node* step(graph_node* n) noexcept;
@@ -553,12 +579,20 @@ class graph_core {
   // Tasks of the current run that are queued or running; the thread that
   // brings it to zero finishes the run.
   alignas(cache_line) std::atomic<std::size_t> in_flight_{0};
-  // From start() until the run's result is written.
-  std::atomic<bool> running_{false};
-  // run_n/run_until sequences not yet over, and the pool of the latest: the
-  // graph may not change meanwhile, and its destructor waits for them.
-  std::atomic<std::size_t> sequences_{0};
-  std::atomic<pool*> sequence_pool_{nullptr};
+  // Runs started and not finished: the one in flight, the queued ones, and
+  // enqueues in progress. The start() that raises it from zero has the turn;
+  // the others queue (docs/graph.md, "Queued runs").
+  std::atomic<std::size_t> runs_{0};
+  // The queue of runs waiting for their turn, in order, linked through
+  // run_state::next_queued; turn_free_: the turn was released while an
+  // enqueue was in progress, which takes it. Both under queue_mutex_, as is
+  // spare_: the states the graph made for queued runs (it holds a
+  // reference to each, so the destructor may wait on any of them).
+  std::mutex queue_mutex_;
+  run_state* queue_head_ = nullptr;
+  run_state* queue_tail_ = nullptr;
+  bool turn_free_ = false;
+  std::vector<run_state*> spare_;
   std::mutex error_mutex_;
   std::exception_ptr error_;  // first exception of the run, guarded by error_mutex_
 
@@ -799,11 +833,11 @@ class graph {
   [[nodiscard]] std::size_t size() const noexcept { return core_ ? core_->size() : 0; }
   /// True when the graph has no task.
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
-  /// True from pool::run until the run's future is ready.
+  /// True from pool::run until the future of its last queued run is ready.
   [[nodiscard]] bool running() const noexcept { return core_ && core_->running(); }
-  /// Cancels the run in flight (as its future's cancel() would): tasks that
-  /// have not started are skipped, and the future throws run_cancelled.
-  /// False if no run was in flight.
+  /// Cancels the run in flight and every queued run (as their futures'
+  /// cancel() would): tasks that have not started are skipped, and the
+  /// futures throw run_cancelled. False if no run was in flight or queued.
   bool cancel() noexcept { return core_ && core_->cancel(); }
 
   /// Writes the graph in GraphViz DOT: task names as labels, condition tasks

@@ -354,15 +354,17 @@ class pool {
 
   /// Starts a run of g (weft/graph.hpp); the future is ready when every task
   /// has finished or been skipped, and rethrows the run's first exception.
-  /// Throws graph_error if g is still running, is moved from, or has a cycle.
+  /// If g is still running, the run is queued and starts after the runs
+  /// called before it (docs/graph.md, "Queued runs"). Throws graph_error if
+  /// called from inside one of g's own tasks, if g is moved from, or has a
+  /// cycle.
   [[nodiscard]] future<void> run(graph& g);
   /// Runs g n times one after another (run_until: until pred(), called after
-  /// each run on the thread that ran it, returns true; at least once), from
-  /// one job of this pool that waits for each run by helping. The future is
-  /// ready after the last run, or holds the first exception (the sequence
-  /// stops there: a run's, graph_error if g was already running or is run
-  /// elsewhere meanwhile, pred's); g.cancel() cancels the run in flight and
-  /// so ends the sequence with run_cancelled. docs/graph.md.
+  /// each run on the thread that finished it, returns true; at least once),
+  /// queued as run() is. The future is ready after the last run, or holds
+  /// the first exception (a run's or pred's; the sequence stops there);
+  /// its cancel() and g.cancel() end the sequence with run_cancelled. No
+  /// thread waits between runs. docs/graph.md.
   [[nodiscard]] future<void> run_n(graph& g, std::size_t n);
   /// Runs g until pred() returns true after a run (see run_n).
   [[nodiscard]] future<void> run_until(graph& g, std::function<bool()> pred);

@@ -13,6 +13,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 #include <weft/weft.hpp>
 
@@ -139,6 +140,22 @@ TEST_P(graph_stress, reruns_allocate_nothing) {
   weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
   EXPECT_EQ(allocations.load(), 0U);
   EXPECT_EQ(sum.load(), 220 * 51);
+  // Queued runs reuse their states too (after one round has made them).
+  auto queued_round = [&] {
+    auto a = pool.run(g);
+    auto b = pool.run(g);
+    auto c = pool.run_n(g, 2);
+    a.get();
+    b.get();
+    c.get();
+  };
+  for (int r = 0; r < 5; ++r) queued_round();
+  allocations = 0;
+  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
+  for (int r = 0; r < 100; ++r) queued_round();
+  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
+  EXPECT_EQ(allocations.load(), 0U);
+  EXPECT_EQ(sum.load(), (220 + 105 * 4) * 51);
 #endif
 }
 
@@ -263,6 +280,63 @@ TEST_P(graph_stress, exceptions_at_random_tasks) {
     pool.run(g).get();
     EXPECT_TRUE(std::all_of(ran.begin(), ran.end(), [](const auto& r) { return r.load(); }));
   }
+}
+
+// Several threads queue runs and sequences of one graph, cancel some and
+// drop others, with random pauses inside the tasks: runs never overlap (a
+// plain counter per task, checked by ThreadSanitizer and by the counts),
+// every future ends, and a run that is not cancelled runs every task.
+TEST_P(graph_stress, queued_runs_from_racing_threads) {
+  weft::pool pool{options()};
+  constexpr std::size_t width = 6;
+  weft::graph g;
+  std::vector<long> plain(width, 0);  // touched by one run at a time
+  std::atomic<long> completed{0};     // runs whose last task ran
+  weft::task prev;
+  for (std::size_t i = 0; i < width; ++i) {
+    auto t = g.emplace([&plain, &completed, i] {
+      ++plain[i];
+      if ((mix(static_cast<std::uint64_t>(plain[i]) * 31 + i) & 7) == 0) std::this_thread::yield();
+      if (i + 1 == width) completed.fetch_add(1, std::memory_order_relaxed);
+    });
+    if (i != 0) prev.precede(t);
+    prev = t;
+  }
+  const std::size_t rounds = weft::test::scaled(2'000, 50);
+  constexpr int threads = 3;
+  std::atomic<long> succeeded{0};  // runs of futures that ended without error
+  std::vector<std::thread> callers;
+  callers.reserve(threads);
+  for (int c = 0; c < threads; ++c) {
+    callers.emplace_back([&, c] {
+      std::vector<std::pair<weft::future<void>, long>> mine;
+      for (std::size_t r = 0; r < rounds; ++r) {
+        const std::uint64_t x = mix(r * 131 + static_cast<std::uint64_t>(c));
+        const long n = static_cast<long>(x % 3) + 1;
+        weft::future<void> f = n == 1 ? pool.run(g) : pool.run_n(g, static_cast<std::size_t>(n));
+        if ((x >> 8) % 10 == 0) (void)f.cancel();
+        if ((x >> 16) % 5 == 0) continue;  // dropped: it still runs (or is skipped if cancelled)
+        mine.emplace_back(std::move(f), n);
+        if ((x >> 24) % 7 == 0) std::this_thread::yield();
+      }
+      for (auto& [f, n] : mine) {
+        try {
+          f.get();
+          succeeded.fetch_add(n);
+        } catch (const weft::run_cancelled&) {
+        }
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  pool.wait();
+  EXPECT_FALSE(g.running());
+  // A cancelled run stops part-way: each task ran at most as often as the
+  // one before it, and at least as often as the runs that completed.
+  for (std::size_t i = 1; i < width; ++i) EXPECT_LE(plain[i], plain[i - 1]);
+  EXPECT_EQ(plain[width - 1], completed.load());
+  EXPECT_GE(completed.load(), succeeded.load());
+  EXPECT_GT(succeeded.load(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, graph_stress, ::testing::ValuesIn(weft::test::worker_counts()),

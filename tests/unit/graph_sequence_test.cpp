@@ -9,6 +9,7 @@
 #include <thread>
 #include <weft/weft.hpp>
 
+#include "support/chain_graph.hpp"
 #include "support/support.hpp"
 
 namespace {
@@ -18,23 +19,7 @@ class graph_sequence : public ::testing::TestWithParam<std::size_t> {
   [[nodiscard]] weft::pool_options options() const { return {.threads = GetParam()}; }
 };
 
-// A chain a -> b -> c that increments a plain counter three times per run:
-// two runs at once would lose increments.
-struct chain_graph {
-  weft::graph g;
-  long plain = 0;
-  std::atomic<int> runs{0};
-  chain_graph() {
-    auto a = g.emplace([this] { ++plain; });
-    auto b = g.emplace([this] { ++plain; });
-    auto c = g.emplace([this] {
-      ++plain;
-      runs.fetch_add(1, std::memory_order_relaxed);
-    });
-    a.precede(b);
-    b.precede(c);
-  }
-};
+using weft::test::chain_graph;
 
 TEST_P(graph_sequence, run_n_runs_the_graph_n_times_in_a_row) {
   weft::pool pool{options()};
@@ -103,21 +88,57 @@ TEST_P(graph_sequence, destroying_a_graph_waits_for_its_sequence) {
   sequence.get();
 }
 
-TEST_P(graph_sequence, running_the_graph_during_a_sequence_is_an_error) {
-  if (GetParam() == 0) GTEST_SKIP() << "the sequence's job runs only when the pool is waited on";
+TEST_P(graph_sequence, running_the_graph_during_a_sequence_queues_the_run) {
   weft::pool pool{options()};
   weft::graph g;
   std::atomic<bool> release{false};
-  std::atomic<bool> started{false};
+  std::atomic<int> runs{0};
   g.emplace([&] {
-    started.store(true);
-    while (!release.load()) std::this_thread::yield();
+    while (GetParam() != 0 && !release.load()) std::this_thread::yield();
+    runs.fetch_add(1);
   });
   auto sequence = pool.run_n(g, 2);
-  while (!started.load()) std::this_thread::yield();
-  EXPECT_THROW((void)pool.run(g), weft::graph_error);
+  auto after = pool.run(g);  // behind the whole sequence
   release.store(true);
+  after.get();
+  EXPECT_EQ(runs.load(), 3);
+  EXPECT_TRUE(sequence.ready());
   sequence.get();
+}
+
+TEST_P(graph_sequence, cancelling_a_sequence_future_ends_it) {
+  if (GetParam() == 0) GTEST_SKIP() << "nothing else runs while a sequential pool's waiter waits";
+  weft::pool pool{options()};
+  weft::graph g;
+  std::atomic<int> runs{0};
+  g.emplace([&] { runs.fetch_add(1); });
+  auto forever = pool.run_until(g, [] { return false; });
+  while (runs.load() < 3) std::this_thread::yield();
+  EXPECT_TRUE(forever.cancel());
+  EXPECT_THROW(forever.get(), weft::run_cancelled);
+  EXPECT_FALSE(g.running());
+}
+
+TEST_P(graph_sequence, a_throwing_predicate_ends_the_sequence) {
+  weft::pool pool{options()};
+  chain_graph cg;
+  int calls = 0;
+  auto f = pool.run_until(cg.g, [&] {
+    if (++calls == 4) throw std::runtime_error("predicate");
+    return false;
+  });
+  EXPECT_THROW(f.get(), std::runtime_error);
+  EXPECT_EQ(cg.runs.load(), 4);
+  EXPECT_EQ(cg.plain, 12);
+}
+
+TEST_P(graph_sequence, run_n_of_a_graph_without_tasks_keeps_the_stack_flat) {
+  weft::pool pool{options()};
+  weft::graph g;
+  pool.run_n(g, 1'000'000).get();  // each run ends as it starts: a loop, not recursion
+  int checks = 0;
+  pool.run_until(g, [&] { return ++checks == 100'000; }).get();
+  EXPECT_EQ(checks, 100'000);
 }
 
 TEST_P(graph_sequence, cancelling_the_graph_stops_run_until) {

@@ -173,25 +173,30 @@ TEST_P(graph_test, empty_graph_runs_at_once) {
   EXPECT_FALSE(g.running());
 }
 
-TEST_P(graph_test, running_a_running_graph_throws) {
+TEST_P(graph_test, running_a_running_graph_queues_the_run) {
   weft::pool pool{options()};
   weft::graph g;
   std::atomic<bool> release{false};
+  std::atomic<int> runs{0};
   g.emplace([&] {
     while (!release.load()) std::this_thread::yield();
+    runs.fetch_add(1);
   });
   auto f = pool.run(g);
   if (GetParam() == 0) {
     // Sequential: nothing runs before get(), so the run is still in flight.
     EXPECT_TRUE(g.running());
   }
-  EXPECT_THROW((void)pool.run(g), weft::graph_error);
+  auto queued = pool.run(g);  // starts once the first run has finished
+  EXPECT_TRUE(g.running());
   EXPECT_THROW((void)g.emplace([] {}), weft::graph_error);
   release = true;
   f.get();
+  queued.get();
+  EXPECT_EQ(runs.load(), 2);
   EXPECT_FALSE(g.running());
-  release = true;
-  pool.run(g).get();  // fine again
+  pool.run(g).get();  // and again
+  EXPECT_EQ(runs.load(), 3);
 }
 
 TEST_P(graph_test, exception_cancels_the_rest_and_is_rethrown) {

@@ -125,8 +125,10 @@ inline constinit thread_local context tls{};
 // "Waiting for what came before").
 class running_scope {
  public:
-  running_scope(const pool* p, unsigned epoch) noexcept
-      : pool_(p), epoch_(epoch), outer_(tls.running) {
+  // `work`: what the job belongs to, when its front end must recognise it
+  // on the stack later (a graph's tasks: graph_core::inside_own_task()).
+  running_scope(const pool* p, unsigned epoch, const void* work = nullptr) noexcept
+      : pool_(p), epoch_(epoch), work_(work), outer_(tls.running) {
     tls.running = this;
   }
   running_scope(const running_scope&) = delete;
@@ -149,10 +151,18 @@ class running_scope {
     }
     return false;
   }
+  // Whether the calling thread runs a job of `work` (maybe beneath others).
+  static bool inside(const void* work) noexcept {
+    for (const running_scope* s = tls.running; s != nullptr; s = s->outer_) {
+      if (s->work_ == work) return true;
+    }
+    return false;
+  }
 
  private:
   const pool* pool_;
   unsigned epoch_;
+  const void* work_;
   const running_scope* outer_;
 };
 
