@@ -163,6 +163,125 @@ void graph_core::check_idle(const char* what) const {
   }
 }
 
+// A subflow task's own state: the child graph its callable builds, and the
+// job that releases the task's successors once the child has finished
+// (queued by the child's run, so no worker waits for it).
+struct subflow_slot : job {
+  explicit subflow_slot(graph_node* n) noexcept : job{&graph_core::resume_subflow}, node(n) {}
+  subflow flow;
+  graph_node* const node;
+  // Of a joined subflow: the task's return and the child's end, each
+  // counting one off; whoever comes second releases the successors.
+  std::atomic<std::uint32_t> arrivals{0};
+};
+
+void graph_core::make_subflow_slot(graph_node* n) {
+  if (subflows_.size() <= n->index) subflows_.resize(n->index + 1);
+  if (!subflows_[n->index]) subflows_[n->index] = std::make_unique<subflow_slot>(n);
+}
+
+subflow& begin_subflow(graph_node* n) { return graph_core::begin_subflow_of(n); }
+std::size_t end_subflow(graph_node* n) { return graph_core::end_subflow_of(n); }
+
+subflow& graph_core::begin_subflow_of(graph_node* n) {
+  subflow& sf = n->owner->subflows_[n->index]->flow;
+  // What the task's last execution built is gone: its run has ended (the
+  // task's successors, or its parent run, waited for it; a later execution
+  // in the same run of a detached one waits here, in the graph's destructor).
+  if (!sf.graph_.empty()) sf.graph_ = graph{};
+  sf.detached_ = false;
+  return sf;
+}
+
+std::size_t graph_core::end_subflow_of(graph_node* n) {
+  graph_core& g = *n->owner;
+  subflow_slot& slot = *g.subflows_[n->index];
+  if (slot.flow.graph_.empty()) return no_choice;  // nothing to wait for
+  graph_core& child = *slot.flow.graph_.core_;
+  const bool detached = slot.flow.detached_;
+  child.parent_ = &g;
+  child.parent_node_ = n;
+  child.detached_ = detached;
+  if (detached) {
+    // The parent run waits for the child: one more unit, which the child's
+    // end retires. Relaxed: this task holds a unit, so the count cannot
+    // reach zero meanwhile; the child's end is published by the pushes.
+    g.in_flight_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    // Relaxed: published to the child's end by the pushes of its sources.
+    slot.arrivals.store(2, std::memory_order_relaxed);
+  }
+  run_state* s = nullptr;
+  try {
+    s = child.start(*g.pool_);
+  } catch (...) {
+    // A cycle in the child, or no memory: the task fails, and the child
+    // never ran. Relaxed: as above.
+    if (detached) g.in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    throw;
+  }
+  // No future is kept: the child's outcome goes to the parent run.
+  release_state(s);
+  return detached ? no_choice : subflow_choice;
+}
+
+template <bool Traced>
+graph_node* graph_core::subflow_returned(graph_node* n, const task_trace* t) noexcept {
+  subflow_slot& slot = *subflows_[n->index];
+  // acq_rel: pairs with the child's end (finish_subflow_run()); the second
+  // to arrive sees the first's work.
+  if (slot.arrivals.fetch_sub(1, std::memory_order_acq_rel) != 1) return nullptr;
+  return release_successors<Traced>(n, false, no_choice, t);
+}
+
+void graph_core::resume_subflow(job* j) noexcept {
+  graph_node* n = static_cast<subflow_slot*>(j)->node;
+  graph_core& g = *n->owner;
+  const running_scope running{g.pool_, g.run_epoch_, &g};
+  for (graph_node* next = g.release_successors<false>(n, false, no_choice, nullptr);
+       next != nullptr;) {
+    next = g.step(next);
+  }
+}
+
+void graph_core::finish_subflow_run(run_state* s) noexcept {
+  // Read before the child lets go of its turn: from then on its graph may
+  // be replaced (the parent's next execution of the task) or destroyed.
+  graph_core& parent = *parent_;
+  graph_node* const node = parent_node_;
+  const bool detached = detached_;
+  pool* p = pool_;
+  const unsigned epoch = run_epoch_;
+  std::exception_ptr error = std::exchange(error_, nullptr);
+  {
+    std::lock_guard lock{cancel_mutex_};
+    cancellable_ = nullptr;
+  }
+  // acq_rel: as in finish_run(); nobody holds a future of it.
+  s->status.fetch_or(run_state::finished_bit, std::memory_order_acq_rel);
+  s->value.emplace();
+  (void)release_turn();  // a subflow's graph has no queue
+  s->done.set();
+  // acq_rel: as in future_state::drop().
+  if (s->refs.fetch_sub(run_state::run_ref, std::memory_order_acq_rel) == run_state::run_ref) {
+    destroy_state(s);
+  }
+  // The parent run holds a unit for the task or for the detached child:
+  // it is alive until the lines below hand it on.
+  if (error) parent.fail(std::move(error));
+  if (detached) {
+    parent.retire(1);
+  } else {
+    subflow_slot& slot = *parent.subflows_[node->index];
+    // acq_rel: as in subflow_returned().
+    if (slot.arrivals.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      job* j = &slot;
+      parent.publish(&j, 1);
+    }
+  }
+  p->leave(epoch);  // last: the pool may be destroyed once its count is zero
+}
+
 graph_node* graph_core::add_placeholder() {
   check_idle("add a task to");
   graph_node* n = make_node(node_kind::placeholder);
@@ -748,8 +867,10 @@ graph_node* graph_core::traced_step(graph_node* n) noexcept {
 template <bool Traced>
 graph_node* graph_core::release_successors(graph_node* n, bool skip, std::size_t choice,
                                            const task_trace* t) noexcept {
-  if (choice == waiting_choice) [[unlikely]]
-    return nullptr;  // queued on a semaphore, with its unit (synced_call)
+  if (choice >= subflow_choice && choice <= waiting_choice) [[unlikely]] {
+    // Queued on a semaphore, with its unit (synced_call); or its subflow runs.
+    return choice == waiting_choice ? nullptr : subflow_returned<Traced>(n, t);
+  }
   const std::uint32_t k = n->successors.size();
   if (chooses(n->kind)) {
     if (choice == multi_choice) return release_chosen<Traced>(n, t);
@@ -892,6 +1013,10 @@ void graph_core::finish_run() noexcept {
       launch_prepared(*s->owner, true);
       return;
     }
+    if (parent_ != nullptr) {
+      finish_subflow_run(s);
+      return;
+    }
     pool* p = pool_;
     const unsigned epoch = run_epoch_;
     {
@@ -994,6 +1119,9 @@ void detail::graph_core::dump(std::ostream& out) const {
         break;
       case node_kind::module:
         out << ", shape=box, peripheries=2";
+        break;
+      case node_kind::subflow:
+        out << ", shape=box3d";
         break;
       case node_kind::work:
         break;

@@ -54,12 +54,14 @@ class run_cancelled : public std::runtime_error {
 class graph;
 class task;
 class semaphore;
+class subflow;
 
 namespace detail {
 
 class graph_core;
 struct graph_node;
-class task_trace;  // detail/trace.hpp
+struct subflow_slot;  // src/graph.cpp
+class task_trace;     // detail/trace.hpp
 
 // A task's successors: two inline slots (chains and trees need no more),
 // then a heap array that doubles. Only the graph's builder changes it; runs
@@ -109,7 +111,14 @@ class successor_list {
   std::uint32_t capacity_ = inline_capacity;
 };
 
-enum class node_kind : std::uint8_t { placeholder, work, condition, multi_condition, module };
+enum class node_kind : std::uint8_t {
+  placeholder,
+  work,
+  condition,
+  multi_condition,
+  module,
+  subflow  // its callable takes a weft::subflow& and builds a child graph
+};
 
 // Whether a task of kind k chooses which of its successors run (its edges
 // are conditional).
@@ -123,6 +132,9 @@ inline constexpr std::size_t no_choice = static_cast<std::size_t>(-1);
 inline constexpr std::size_t multi_choice = no_choice - 1;
 // A task found a semaphore empty and waits in its queue (graph_core::synced_call).
 inline constexpr std::size_t waiting_choice = no_choice - 2;
+// A subflow task returned while its subflow runs (graph_core::end_subflow):
+// its successors wait for whichever of the two ends second.
+inline constexpr std::size_t subflow_choice = no_choice - 3;
 
 // What a task may return: nothing, a successor index (a condition task), or
 // a range of them (a multi-condition task). bool is neither, and a range of
@@ -137,10 +149,29 @@ template <class R>
 concept successor_indices = std::ranges::input_range<R> &&
     successor_index<std::ranges::range_value_t<R>> && !character<std::ranges::range_value_t<R>>;
 
+// What stands for the result of a callable taking a weft::subflow&.
+struct subflow_call {};
+
+// What a task's callable C returns: invoked with no argument, or
+// subflow_call when it takes a weft::subflow& instead.
+template <class C>
+struct task_result {
+  using type = subflow_call;
+};
+template <class C>
+requires std::is_invocable_v<C&>
+struct task_result<C> {
+  using type = std::invoke_result_t<C&>;
+};
+template <class C>
+using task_result_t = typename task_result<C>::type;
+
 // The kind of a task whose callable returns R.
 template <class R>
 constexpr node_kind kind_for() noexcept {
-  if constexpr (std::is_void_v<R>) {
+  if constexpr (std::is_same_v<R, subflow_call>) {
+    return node_kind::subflow;
+  } else if constexpr (std::is_void_v<R>) {
     return node_kind::work;
   } else if constexpr (successor_index<R>) {
     return node_kind::condition;
@@ -153,18 +184,27 @@ constexpr node_kind kind_for() noexcept {
 // weft's message when it cannot.
 template <class C>
 consteval bool valid_task() {
-  static_assert(std::is_invocable_v<C&>,
-                "weft::graph::emplace, task::work: a task is callable with no arguments "
-                "(capture what it needs)");
-  if constexpr (std::is_invocable_v<C&>) {
-    using R = std::invoke_result_t<C&>;
-    constexpr bool ok = std::is_void_v<R> || successor_index<R> || successor_indices<R>;
+  if constexpr (!std::is_invocable_v<C&> && std::is_invocable_v<C&, subflow&>) {
+    constexpr bool ok = std::is_void_v<std::invoke_result_t<C&, subflow&>>;
     static_assert(ok,
-                  "weft::graph::emplace, task::work: a task returns void, an integral successor "
-                  "index (a condition task), or a range of them (a multi-condition task)");
+                  "weft::graph::emplace, task::work: a task taking a weft::subflow& returns "
+                  "void (its subflow's tasks decide what runs)");
     return ok;
+  } else {
+    static_assert(std::is_invocable_v<C&>,
+                  "weft::graph::emplace, task::work: a task is callable with no arguments "
+                  "(capture what it needs), or with a weft::subflow& (a subflow task)");
+    if constexpr (std::is_invocable_v<C&>) {
+      using R = std::invoke_result_t<C&>;
+      constexpr bool ok = std::is_void_v<R> || successor_index<R> || successor_indices<R>;
+      static_assert(ok,
+                    "weft::graph::emplace, task::work: a task returns void, an integral "
+                    "successor index (a condition task), or a range of them (a multi-condition "
+                    "task)");
+      return ok;
+    }
+    return false;
   }
-  return false;
 }
 
 // The successors the last multi-condition task this thread ran chose, in
@@ -251,9 +291,19 @@ C& node_callable(graph_node* n) noexcept {
   }
 }
 
+// A subflow task's call, around its callable (src/graph.cpp): the task's
+// subflow, emptied for this run; then, with what the callable built, the
+// child graph's run (no_choice: nothing to wait for, or detached;
+// waiting_choice: the task's successors wait until it has finished).
+subflow& begin_subflow(graph_node* n);
+std::size_t end_subflow(graph_node* n);
+
 template <class C, class R>
 std::size_t call_node(graph_node* n) {
-  if constexpr (std::is_void_v<R>) {
+  if constexpr (std::is_same_v<R, subflow_call>) {
+    node_callable<C>(n)(begin_subflow(n));
+    return end_subflow(n);
+  } else if constexpr (std::is_void_v<R>) {
     node_callable<C>(n)();
     return no_choice;
   } else if constexpr (successor_indices<R>) {
@@ -415,6 +465,7 @@ class graph_core {
     check_idle("add a task to");
     graph_node* n = make_node(k);
     try {
+      if (k == node_kind::subflow) make_subflow_slot(n);
       store_callable<C, R>(n, std::forward<F>(f));
       sources_.push_back(n);
     } catch (...) {
@@ -431,6 +482,7 @@ class graph_core {
   void set_work(graph_node* n, node_kind k, F&& f) {
     check_idle("give work to a task of");
     check_not_module(n);
+    if (k == node_kind::subflow) make_subflow_slot(n);
     if (n->destroy != nullptr) n->destroy(n);
     n->destroy = nullptr;
     set_call(n, nullptr);
@@ -467,6 +519,10 @@ class graph_core {
   void dump(std::ostream& out) const;
   [[nodiscard]] unsigned run_epoch() const noexcept { return run_epoch_; }
 
+  // begin_subflow() and end_subflow() (src/graph.cpp).
+  static subflow& begin_subflow_of(graph_node* n);
+  static std::size_t end_subflow_of(graph_node* n);
+
   // pool::run's half (run_n, run_until: `runs` runs, or until `until`
   // returns true): starts the run, or queues it behind the runs in flight.
   run_state* start(pool& p, std::size_t runs = 1, std::function<bool()> until = {});
@@ -490,6 +546,18 @@ class graph_core {
   }
   void check_idle(const char* what) const;
   static void check_not_module(const graph_node* n);
+  // A subflow task's child graph and resume job (subflows_), made when the
+  // task is added.
+  void make_subflow_slot(graph_node* n);
+  friend struct subflow_slot;
+  // The job a subflow's end queues to release its task's successors.
+  static void resume_subflow(job* j) noexcept;
+  // release_successors() for subflow_choice: the task has returned; if its
+  // subflow has ended too, its successors are released here.
+  template <bool Traced>
+  graph_node* subflow_returned(graph_node* n, const task_trace* t) noexcept;
+  // finish_run() for a subflow's run: its outcome goes to the parent run.
+  void finish_subflow_run(run_state* s) noexcept;
   // n becomes a task of kind k: its out-edges turn conditional or normal
   // with it (its successors' counts follow).
   void retype(graph_node* n, node_kind k) noexcept;
@@ -560,7 +628,11 @@ class graph_core {
   [[nodiscard]] bool stopping() const noexcept {
     // Relaxed: a stop request only has to be seen eventually; tasks that
     // start before they see it run normally.
-    return (current_->status.load(std::memory_order_relaxed) & run_state::stop_mask) != 0;
+    if ((current_->status.load(std::memory_order_relaxed) & run_state::stop_mask) != 0) {
+      return true;
+    }
+    // A subflow stops with the run of the task that made it.
+    return parent_ != nullptr && parent_->stopping();
   }
 
   // Written by start() before the sources are pushed (the push publishes
@@ -569,6 +641,11 @@ class graph_core {
   run_state* current_ = nullptr;
   unsigned run_epoch_ = 0;  // the run's epoch parity in pool_ (pool::wait)
   bool traced_ = false;     // pool_ records a trace (docs/tracing.md)
+  // A subflow's graph: the task that made it, in its parent graph, and
+  // whether it was detached (end_subflow()).
+  bool detached_ = false;
+  graph_core* parent_ = nullptr;
+  graph_node* parent_node_ = nullptr;
   // The run graph::cancel() may reach: set by start() once the run is set
   // up, cleared by finish_run() before the state can be reused. Guarded by
   // cancel_mutex_, so that cancel() from any thread at any time finds either
@@ -615,6 +692,8 @@ class graph_core {
     graph_node* next_waiter = nullptr;            // guarded by the semaphore's mutex
   };
   std::vector<std::unique_ptr<sync_lists>> syncs_;
+  // Subflow tasks' slots, by task index (make_subflow_slot()).
+  std::vector<std::unique_ptr<subflow_slot>> subflows_;
   node_arena nodes_;
 };
 
@@ -681,7 +760,7 @@ class task {
   task work(F&& f) const {
     using C = std::decay_t<F>;
     if constexpr (detail::valid_task<C>()) {
-      using R = std::invoke_result_t<C&>;
+      using R = detail::task_result_t<C>;
       detail::graph_node& n = node();
       n.owner->set_work<C, R>(&n, detail::kind_for<R>(), std::forward<F>(f));
     }
@@ -812,7 +891,7 @@ class graph {
   task emplace(F&& f) {
     using C = std::decay_t<F>;
     if constexpr (detail::valid_task<C>()) {
-      using R = std::invoke_result_t<C&>;
+      using R = detail::task_result_t<C>;
       detail::graph_core& c = core("emplace a task into");
       return task{c.add_node<C, R>(detail::kind_for<R>(), std::forward<F>(f)), c.serial};
     }
@@ -850,6 +929,51 @@ class graph {
   detail::graph_core& core(const char* what) const;
 
   std::unique_ptr<detail::graph_core> core_;
+};
+
+/// What a subflow task's callable receives: a child graph it builds while it
+/// runs (Taskflow's dynamic tasking), emptied before each run of the task.
+/// Once the callable returns, the child graph runs on the same pool; the
+/// task's successors run after it has finished, and no worker waits for it
+/// meanwhile. After detach(), the successors run at once and the child
+/// finishes on its own, but the parent run still ends only after it. An
+/// exception in the child fails the parent run (its future rethrows it);
+/// cancelling the parent run skips the child's tasks that have not started.
+/// Its tasks may take a subflow& in turn (nested subflows). docs/graph.md,
+/// "Subflows".
+class subflow {
+ public:
+  subflow(const subflow&) = delete;
+  subflow& operator=(const subflow&) = delete;
+  subflow(subflow&&) = delete;
+  subflow& operator=(subflow&&) = delete;
+  ~subflow() = default;
+
+  /// Adds a task to the child graph, as graph::emplace does.
+  template <class F>
+  task emplace(F&& f) {
+    return graph_.emplace(std::forward<F>(f));
+  }
+  /// An empty task of the child graph (a barrier), as graph::placeholder.
+  task placeholder() { return graph_.placeholder(); }
+  /// Adds `other` as one task of the child graph, as graph::compose.
+  task compose(graph& other) { return graph_.compose(other); }
+  /// Room for n more tasks.
+  void reserve(std::size_t n) { graph_.reserve(n); }
+  /// Tasks in the child graph so far.
+  [[nodiscard]] std::size_t size() const noexcept { return graph_.size(); }
+  /// The task's successors need not wait for this subflow (the parent run
+  /// still does).
+  void detach() noexcept { detached_ = true; }
+  [[nodiscard]] bool detached() const noexcept { return detached_; }
+
+ private:
+  friend struct detail::subflow_slot;
+  friend class detail::graph_core;
+  subflow() = default;
+
+  graph graph_;
+  bool detached_ = false;
 };
 
 }  // namespace weft
