@@ -545,6 +545,15 @@ run_state* graph_core::fresh_state() {
 }
 
 run_state* graph_core::spare_state() {
+  // The state returned is marked taken (the references of a run and its
+  // future) before the mutex is released, so that no other start() takes
+  // it before its own init_state(). Relaxed: every reader of a spare's
+  // count for this purpose holds the mutex.
+  const auto take = [](run_state* s) {
+    s->refs.store(run_state::graph_ref + run_state::future_ref + run_state::run_ref,
+                  std::memory_order_relaxed);
+    return s;
+  };
   for (auto it = spare_.begin(); it != spare_.end();) {
     run_state* s = *it;
     // Acquire: as in fresh_state().
@@ -557,7 +566,7 @@ run_state* graph_core::spare_state() {
     }
     if (refs == run_state::graph_ref) {
       recycle(s);
-      return s;
+      return take(s);
     }
     if (refs == run_state::graph_ref + run_state::future_ref) {
       // Its run is over and only its future holds it: let the future have it.
@@ -569,10 +578,8 @@ run_state* graph_core::spare_state() {
   }
   spare_.reserve(spare_.size() + 1);
   auto* s = new run_state;
-  // Relaxed: as in recycle().
-  s->refs.store(run_state::graph_ref, std::memory_order_relaxed);
   spare_.push_back(s);
-  return s;
+  return take(s);
 }
 
 void graph_core::init_state(run_state* s, pool& p, unsigned epoch, std::size_t runs,
@@ -606,6 +613,9 @@ run_state* graph_core::start(pool& p, std::size_t runs, std::function<bool()> un
     s = fresh_state();
     t = p.enter();
   } catch (...) {
+    // A state taken for this run is free again. Release pairs with the
+    // acquire loads in fresh_state() and spare_state().
+    if (s != nullptr) s->refs.store(run_state::graph_ref, std::memory_order_release);
     // The turn goes on: a run queued meanwhile starts now.
     if (run_state* next = release_turn()) launch(next, true);
     throw;

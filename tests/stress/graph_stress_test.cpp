@@ -339,6 +339,90 @@ TEST_P(graph_stress, queued_runs_from_racing_threads) {
   EXPECT_GT(succeeded.load(), 0);
 }
 
+// Random trees of nested subflows, joined and detached, rebuilt every run,
+// with an exception at a random leaf in some runs: a run without one counts
+// every leaf exactly once, and its successor sees every joined leaf done;
+// a run with one throws it, and the graph runs normally afterwards.
+struct subflow_tree {
+  std::uint64_t seed = 0;
+  std::uint64_t throw_at = 0;  // leaves whose id is throw_at modulo 97 throw; 0: none
+  std::atomic<std::uint64_t> leaves{0};
+
+  [[nodiscard]] std::uint64_t choices(std::uint64_t id) const {
+    return mix(seed ^ (id * 0x9e3779b97f4a7c15ULL));
+  }
+  [[nodiscard]] static bool detaches(std::uint64_t x) { return (x >> 8) % 4 == 0; }
+  [[nodiscard]] static std::uint64_t fan(std::uint64_t x) { return (x >> 16) % 4 + 1; }
+
+  // The leaves under the children of node `id` at `depth`, as build() makes
+  // them; joined_count counts those the root's successor must see done.
+  std::uint64_t count(std::uint64_t id, int depth, bool joined, std::uint64_t& joined_count) const {
+    const std::uint64_t x = choices(id);
+    const bool under_joined = joined && !detaches(x);
+    std::uint64_t n = 0;
+    for (std::uint64_t k = 0; k < fan(x); ++k) {
+      const std::uint64_t child = id * 4 + k + 1;
+      if (depth == 1 || choices(child) % 5 == 0) {
+        if (under_joined) ++joined_count;
+        ++n;
+      } else {
+        n += count(child, depth - 1, under_joined, joined_count);
+      }
+    }
+    return n;
+  }
+  void build(weft::subflow& sf, std::uint64_t id, int depth) {
+    const std::uint64_t x = choices(id);
+    if (detaches(x)) sf.detach();
+    for (std::uint64_t k = 0; k < fan(x); ++k) {
+      const std::uint64_t child = id * 4 + k + 1;
+      if (depth == 1 || choices(child) % 5 == 0) {
+        sf.emplace([this, child] { leaf(child); });
+      } else {
+        sf.emplace([this, child, depth](weft::subflow& s) { build(s, child, depth - 1); });
+      }
+    }
+  }
+  void leaf(std::uint64_t id) {
+    if ((id & 3) == 0) std::this_thread::yield();
+    if (throw_at != 0 && id % 97 == throw_at % 97) throw std::runtime_error("leaf");
+    leaves.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+TEST_P(graph_stress, random_subflow_trees) {
+  weft::pool pool{options()};
+  subflow_tree tree;
+  weft::graph g;
+  std::uint64_t seen_by_successor = 0;
+  auto root = g.emplace([&](weft::subflow& sf) { tree.build(sf, 0, 4); });
+  auto after = g.emplace([&] { seen_by_successor = tree.leaves.load(std::memory_order_relaxed); });
+  root.precede(after);
+  const std::size_t rounds = weft::test::scaled(400, 20);
+  std::size_t failed_runs = 0;
+  std::uint64_t total = 0;
+  for (std::size_t r = 0; r < rounds; ++r) {
+    tree.seed = mix(r + 1);
+    tree.throw_at = r % 8 == 7 ? mix(r) % 1000 + 1 : 0;
+    tree.leaves = 0;
+    std::uint64_t joined = 0;
+    const std::uint64_t want = tree.count(0, 4, true, joined);
+    total += want;
+    try {
+      pool.run(g).get();
+    } catch (const std::runtime_error&) {
+      ASSERT_NE(tree.throw_at, 0U) << "round " << r;
+      ++failed_runs;
+      continue;  // a leaf matched throw_at
+    }
+    // A leaf that threw and was lost would leave the count one short.
+    ASSERT_EQ(tree.leaves.load(), want) << "round " << r;
+    ASSERT_GE(seen_by_successor, joined) << "round " << r;
+  }
+  EXPECT_LT(failed_runs, rounds);
+  EXPECT_GT(total, rounds * 10);  // trees of some size, not single leaves
+}
+
 INSTANTIATE_TEST_SUITE_P(workers, graph_stress, ::testing::ValuesIn(weft::test::worker_counts()),
                          [](const auto& info) { return weft::test::workers_name(info.param); });
 
