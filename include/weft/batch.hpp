@@ -103,22 +103,18 @@ struct pool::submit_batch_job {
   using state = detail::future_job<std::invoke_result_t<F&>, F>;
   template <class G>
   static detail::job* make(pool& p, const ticket& t, G&& g) {
-    state* s = nullptr;
     try {
-      s = new state(&p, std::forward<G>(g));
+      return p.make_state<state>(t, std::forward<G>(g));
     } catch (...) {
       p.count_finished(*t.cache, t.epoch, 1);
       throw;
     }
-    s->counted = t.cache;
-    s->epoch = t.epoch;
-    return s;
   }
   static void undo(pool& p, detail::job* base) noexcept {
     auto* s = static_cast<state*>(base);
     detail::job_cache& counted = *s->counted;
     const unsigned epoch = s->epoch;
-    delete s;
+    state::destroy_job(s);
     p.count_finished(counted, epoch, 1);
   }
 };

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -812,6 +813,27 @@ class pool {
 
   // From the cache count_spawn() returned.
   detail::heap_job* allocate_job(detail::job_cache& from);
+  // A block for a future's state from the cache count_spawn() returned, and
+  // the slab it belongs to.
+  struct state_memory {
+    detail::state_block* block;
+    detail::state_slab* slab;
+  };
+  state_memory allocate_state(detail::job_cache& from) {
+    if (&from != &external_cache_) {
+      detail::state_block* b = from.allocate_state();  // the caller owns it
+      return {b, from.slab()};
+    }
+    std::lock_guard lock{external_mutex_};
+    detail::state_block* b = external_cache_.allocate_state();
+    return {b, external_cache_.slab()};
+  }
+  // The state S of a future of callable g, counted by t (docs/design.md,
+  // "Where jobs live"): in a block of t's cache when it fits, else with
+  // new. Throws what allocating or constructing throws, leaving nothing
+  // behind (the count is the caller's to undo).
+  template <class S, class G>
+  S* make_state(const ticket& t, G&& g);
   // A heap job that never ran (its post failed): free it and count it
   // finished, so the counts still match.
   void discard(detail::heap_job* j) noexcept {
@@ -1427,6 +1449,18 @@ namespace detail {
 // if there is no memory for that).
 std::exception_ptr cancelled_error() noexcept;
 
+// Gives back block b of `from`, whose state has been destroyed: to the free
+// list of the cache's owner when that is the calling thread (a worker letting
+// go of a state from its own cache), else to the slab's stack. Any thread.
+inline void release_state_block(state_slab* from, state_block* b) noexcept {
+  worker* self = tls.self;
+  if (self != nullptr && self->cache.slab() == from) {
+    self->cache.release_state_local(b);
+    return;
+  }
+  from->release(b);
+}
+
 template <class R, class F>
 struct future_job final : future_state<R> {
   template <class G>
@@ -1479,12 +1513,45 @@ struct future_job final : future_state<R> {
     owner->count_finished(counted, epoch, 1);
   }
 
-  static void destroy_job(future_state<R>* s) noexcept { delete static_cast<future_job*>(s); }
+  // Whoever lets go of the state last, on any thread (also after the pool
+  // is gone: the slab outlives it as long as it has blocks out).
+  static void destroy_job(future_state<R>* s) noexcept {
+    auto* self = static_cast<future_job*>(s);
+    state_slab* const from = self->slab;
+    if (from == nullptr) {
+      delete self;
+      return;
+    }
+    void* const memory = self;
+    self->~future_job();
+    release_state_block(from, std::launder(static_cast<state_block*>(memory)));
+  }
 
-  std::optional<F> fn;  // reset once it has run
+  state_slab* slab = nullptr;  // where the state's block came from; nullptr: new
+  std::optional<F> fn;         // reset once it has run
 };
 
 }  // namespace detail
+
+template <class S, class G>
+S* pool::make_state(const ticket& t, G&& g) {
+  S* s = nullptr;
+  if constexpr (detail::fits_state_block<S>) {
+    const state_memory m = allocate_state(*t.cache);
+    try {
+      s = ::new (static_cast<void*>(m.block->bytes)) S(this, std::forward<G>(g));
+    } catch (...) {
+      detail::release_state_block(m.slab, m.block);
+      throw;
+    }
+    s->slab = m.slab;
+  } else {
+    s = new S(this, std::forward<G>(g));
+  }
+  s->counted = t.cache;
+  s->epoch = t.epoch;
+  return s;
+}
 
 template <class F>
 future<detail::call_result_t<std::decay_t<F>&>> pool::submit(F&& f) {
@@ -1504,12 +1571,10 @@ future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(destination 
   const submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
   state* s = nullptr;
   try {
-    s = new state(this, std::forward<F>(f));
-    s->counted = t.cache;
-    s->epoch = t.epoch;
+    s = make_state<state>(t, std::forward<F>(f));
     dispatch(s, d, t);
   } catch (...) {
-    delete s;
+    if (s != nullptr) state::destroy_job(s);
     count_finished(*t.cache, t.epoch, 1);
     throw;
   }

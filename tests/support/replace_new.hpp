@@ -3,7 +3,8 @@
 // that a test can observe or fail allocations: every allocation first calls
 // weft::test::allocation_hook, when one is set, which may count it or throw
 // std::bad_alloc. Not under the sanitizers, which bring their own allocator:
-// WEFT_TEST_REPLACES_NEW tells whether the replacement is in effect.
+// WEFT_TEST_REPLACES_NEW tells whether the replacement is in effect. Other
+// .cpp files of the executable include support/allocation_hook.hpp.
 #pragma once
 
 #include <atomic>
@@ -11,13 +12,11 @@
 #include <cstdlib>
 #include <new>
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define WEFT_TEST_REPLACES_NEW 1
+#include "allocation_hook.hpp"
+
+#ifdef WEFT_TEST_REPLACES_NEW
 
 namespace weft::test {
-
-// Called before every allocation of any thread while non-null.
-inline std::atomic<void (*)()> allocation_hook{nullptr};
 
 inline void* hooked_alloc(std::size_t n, std::size_t alignment) {
   // Relaxed: a test sets the hook before the allocations it watches, from

@@ -78,6 +78,128 @@ constexpr bool fits_inline_v() noexcept {
 template <class C>
 inline constexpr bool fits_inline = fits_inline_v<C>();
 
+// A block for the shared state of a future (pool::submit): two cache lines,
+// since a future's bookkeeping alone does not fit in a heap_job's one. While
+// free, the link to the next free block lives in its first bytes; in use,
+// `bytes` provides storage for the state.
+struct alignas(cache_line) state_block {
+  std::byte bytes[2 * cache_line];
+
+  // While free: the next free block.
+  [[nodiscard]] state_block* next() const noexcept {
+    state_block* n = nullptr;
+    std::memcpy(&n, bytes, sizeof(state_block*));
+    return n;
+  }
+  void set_next(state_block* n) noexcept { std::memcpy(bytes, &n, sizeof(state_block*)); }
+};
+
+// Whether a future state of type S is made in a state_block (else with new).
+template <class S>
+constexpr bool fits_state_block_v() noexcept {
+  constexpr bool small = sizeof(S) <= sizeof(state_block);
+  constexpr bool aligned = alignof(S) <= alignof(state_block);
+  return small && aligned;
+}
+template <class S>
+inline constexpr bool fits_state_block = fits_state_block_v<S>();
+
+// The memory of one job cache's state blocks. A future may outlive its pool,
+// and so the cache its state came from; the blocks are therefore not the
+// cache's but this slab's. While the cache lives, blocks come back to its
+// owner's free list, or to the slab's `returned` stack from other threads.
+// When the cache goes away it abandons the slab (abandon()): the blocks
+// still out are counted, the stack is marked abandoned, and whichever comes
+// last, the cache or the last block given back, frees the slab with all its
+// chunks (docs/design.md, "Where jobs live").
+class state_slab {
+ public:
+  state_slab() = default;
+  state_slab(const state_slab&) = delete;
+  state_slab& operator=(const state_slab&) = delete;
+  ~state_slab() = default;
+
+  // Any thread: gives back block b of this slab (its state destroyed).
+  void release(state_block* b) noexcept {
+    state_block* head = returned_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (head == abandoned()) {
+        // The cache is gone. acq_rel: the counterpart of abandon()'s
+        // fetch_add, so that whoever brings the count to 0 frees the slab
+        // after every other touch of its blocks.
+        if (out_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+        return;
+      }
+      b->set_next(head);
+      // Release pairs with the acquire exchanges in take_returned() and
+      // abandon(): the taker sees the link, and the block is reused only
+      // after everything this thread did with the state.
+      if (returned_.compare_exchange_weak(head, b, std::memory_order_release,
+                                          std::memory_order_relaxed)) {
+        return;
+      }
+    }
+  }
+
+  // The cache's owner: every block given back by other threads so far.
+  state_block* take_returned() noexcept {
+    // Acquire pairs with the release CAS in release(). Taking the whole
+    // stack with one exchange is what makes it ABA-free.
+    return returned_.exchange(nullptr, std::memory_order_acquire);
+  }
+
+  // The cache's owner: a new chunk of blocks, linked; throws std::bad_alloc
+  // and then leaves the slab as it was.
+  state_block* grow() {
+    // Chunks double from 16 blocks up to 1024 (128 KiB).
+    constexpr std::size_t first_chunk = 16;
+    constexpr std::size_t doublings = 6;  // 16 << 6 == 1024
+    const std::size_t n = first_chunk << std::min(chunks_.size(), doublings);
+    chunks_.reserve(chunks_.size() + 1);
+    auto chunk = std::make_unique_for_overwrite<state_block[]>(n);
+    for (std::size_t i = 0; i < n; ++i) chunk[i].set_next(i + 1 < n ? &chunk[i + 1] : nullptr);
+    state_block* first = &chunk[0];
+    chunks_.push_back(std::move(chunk));
+    blocks_ += n;
+    return first;
+  }
+
+  // Called once, by the cache's owner (or whoever destroys the cache after
+  // it) as the cache goes away; `owned` is the owner's free list. Frees s now
+  // if every block is back, else leaves that to the last one to come back.
+  static void abandon(state_slab* s, state_block* owned) noexcept {
+    // Acquire pairs with the release CAS in release(): the blocks given back
+    // before the mark, and their links, are ours to count.
+    state_block* returned = s->returned_.exchange(s->abandoned(), std::memory_order_acquire);
+    std::size_t back = 0;
+    for (state_block* b = owned; b != nullptr; b = b->next()) ++back;
+    for (state_block* b = returned; b != nullptr; b = b->next()) ++back;
+    const auto out = static_cast<std::int64_t>(s->blocks_ - back);
+    // Nothing out: nobody will release into s again.
+    if (out == 0) {
+      delete s;
+      return;
+    }
+    // acq_rel: pairs with release()'s fetch_sub. Blocks given back after
+    // the mark count down from 0 (below 0 if they beat us here); whoever
+    // reaches 0 saw every other change of the count, and frees s.
+    if (s->out_.fetch_add(out, std::memory_order_acq_rel) + out == 0) delete s;
+  }
+
+ private:
+  // The mark of an abandoned slab: the slab's own address, never a block's.
+  [[nodiscard]] state_block* abandoned() noexcept { return reinterpret_cast<state_block*>(this); }
+
+  // Any thread pushes, the owner takes all; abandon() marks it.
+  alignas(cache_line) std::atomic<state_block*> returned_{nullptr};
+  // Once abandoned: blocks still out, as abandon() counted them, minus those
+  // given back since the mark.
+  std::atomic<std::int64_t> out_{0};
+  // The cache's owner only, and abandon().
+  std::vector<std::unique_ptr<state_block[]>> chunks_;
+  std::size_t blocks_ = 0;
+};
+
 // Free list of heap jobs owned by one thread (a worker, or whoever holds the
 // external lock of a pool). Jobs freed by the owner go back to the private
 // list; jobs freed by any other thread are pushed onto the remote stack, which
@@ -88,7 +210,10 @@ class job_cache {
   job_cache() = default;
   job_cache(const job_cache&) = delete;
   job_cache& operator=(const job_cache&) = delete;
-  ~job_cache() = default;
+  // States still out keep their slab alive (state_slab::abandon()).
+  ~job_cache() {
+    if (slab_ != nullptr) state_slab::abandon(slab_, state_free_);
+  }
 
   // Owner only.
   heap_job* allocate() {
@@ -103,6 +228,25 @@ class job_cache {
     j->set_next(free_);
     free_ = j;
   }
+
+  // Owner only: a block for a future's state, from slab(). Throws
+  // std::bad_alloc and then leaves the cache as it was.
+  state_block* allocate_state() {
+    if (state_free_ == nullptr) refill_states();
+    state_block* b = state_free_;
+    state_free_ = b->next();
+    return b;
+  }
+
+  // Owner only: gives back a block of slab().
+  void release_state_local(state_block* b) noexcept {
+    b->set_next(state_free_);
+    state_free_ = b;
+  }
+
+  // Owner only: where this cache's state blocks come from (nullptr before
+  // the first).
+  [[nodiscard]] state_slab* slab() const noexcept { return slab_; }
 
   // Any thread: gives back the chain first -> ... -> last (linked by next).
   void release_remote(heap_job* first, heap_job* last) noexcept {
@@ -137,9 +281,13 @@ class job_cache {
  private:
   void refill();
 
+  void refill_states();
+
   // Owner only.
   heap_job* free_ = nullptr;
   std::vector<std::unique_ptr<heap_job[]>> chunks_;
+  state_block* state_free_ = nullptr;
+  state_slab* slab_ = nullptr;  // made by the first refill_states()
   // Any thread pushes, the owner takes all.
   alignas(cache_line) std::atomic<heap_job*> remote_{nullptr};
   // Written by the owner, read by statistics.
@@ -167,6 +315,12 @@ inline void job_cache::refill() {
   free_ = &chunk[0];
   chunks_.push_back(std::move(chunk));
   capacity_.store(capacity_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+inline void job_cache::refill_states() {
+  if (slab_ == nullptr) slab_ = new state_slab;
+  state_free_ = slab_->take_returned();
+  if (state_free_ == nullptr) state_free_ = slab_->grow();
 }
 
 // Where a heap job keeps its callable: inline, or boxed on the heap when it is
