@@ -294,7 +294,7 @@ C& node_callable(graph_node* n) noexcept {
 // A subflow task's call, around its callable (src/graph.cpp): the task's
 // subflow, emptied for this run; then, with what the callable built, the
 // child graph's run (no_choice: nothing to wait for, or detached;
-// waiting_choice: the task's successors wait until it has finished).
+// subflow_choice: the task's successors wait until it has finished).
 subflow& begin_subflow(graph_node* n);
 std::size_t end_subflow(graph_node* n);
 
@@ -564,8 +564,9 @@ class graph_core {
   void check_cycles();
   [[noreturn]] void report_cycle(const std::vector<std::uint32_t>& remaining_in);
   run_state* fresh_state();
-  // A state for a queued run: a spare whose run and future are gone, or a
-  // new one. Under queue_mutex_.
+  // A state for a queued run, or for a run whose graph's own state is
+  // still held by a future: a spare whose run and future are gone, or a
+  // new one, marked taken. Under queue_mutex_.
   run_state* spare_state();
   static void init_state(run_state* s, pool& p, unsigned epoch, std::size_t runs,
                          std::function<bool()>& until) noexcept;
