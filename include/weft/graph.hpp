@@ -966,6 +966,7 @@ class subflow {
   /// The task's successors need not wait for this subflow (the parent run
   /// still does).
   void detach() noexcept { detached_ = true; }
+  /// Whether detach() was called in this execution of the task.
   [[nodiscard]] bool detached() const noexcept { return detached_; }
 
  private:
