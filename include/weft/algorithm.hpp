@@ -100,7 +100,10 @@ class splitter {
 // goes to p as a job of its own.
 template <class L, class R>
 auto fork(pool& p, L& left, R& right) {
-  if (this_worker::index().has_value()) return weft::join(left, right);
+  // A public fork: the pieces are few and large, and an idle worker must be
+  // able to take the right one while the left runs (weft::join keeps its
+  // half private while the deque's public part has work).
+  if (this_worker::index().has_value()) return join_access::fork<false>(left, right);
   auto right_done = p.submit(right);
   try {
     auto l = left();

@@ -278,6 +278,85 @@ TEST(WorkDeque, GrowsWhenLiveItemsWrapAroundTheBuffer) {
   EXPECT_TRUE(dq.empty());
 }
 
+// ---- the private part -------------------------------------------------------------------------
+
+TEST(WorkDeque, PrivatePushIsPublishedOnlyWhenThePublicPartIsEmpty) {
+  std::vector<item> items = make_items(4);
+  work_deque<item*> dq;
+  // Nothing public: the first private push publishes itself.
+  EXPECT_TRUE(dq.push_private(&items[0]));
+  EXPECT_EQ(dq.size(), 1u);
+  EXPECT_EQ(dq.private_size(), 0u);
+  // Thieves have something: the next ones stay private.
+  EXPECT_FALSE(dq.push_private(&items[1]));
+  EXPECT_FALSE(dq.push_private(&items[2]));
+  EXPECT_EQ(dq.size(), 1u);
+  EXPECT_EQ(dq.private_size(), 2u);
+  EXPECT_EQ(dq.steal(), &items[0]);
+  EXPECT_EQ(dq.steal(), nullptr) << "a thief took a private item";
+  EXPECT_TRUE(dq.empty());
+  // The public part ran dry: this push publishes the older half of the three private items.
+  EXPECT_TRUE(dq.push_private(&items[3]));
+  EXPECT_EQ(dq.size(), 2u);
+  EXPECT_EQ(dq.private_size(), 1u);
+  EXPECT_EQ(dq.steal(), &items[1]);
+  EXPECT_EQ(dq.steal(), &items[2]);
+  EXPECT_EQ(dq.steal(), nullptr);
+  EXPECT_EQ(dq.pop(), &items[3]);
+  EXPECT_EQ(dq.pop(), nullptr);
+  EXPECT_TRUE(dq.empty());
+  EXPECT_EQ(dq.private_size(), 0u);
+}
+
+TEST(WorkDeque, PopTakesPrivateAndPublicItemsNewestFirst) {
+  std::vector<item> items = make_items(6);
+  work_deque<item*> dq;
+  EXPECT_TRUE(dq.push_private(&items[0]));  // public
+  EXPECT_FALSE(dq.push_private(&items[1]));
+  dq.push(&items[2]);  // publishes item 1 too
+  EXPECT_EQ(dq.private_size(), 0u);
+  EXPECT_EQ(dq.size(), 3u);
+  EXPECT_FALSE(dq.push_private(&items[3]));
+  EXPECT_FALSE(dq.push_private(&items[4]));
+  EXPECT_FALSE(dq.push_private(&items[5]));
+  for (std::size_t i = 6; i-- > 0;) {
+    EXPECT_EQ(dq.pop(), &items[i]);
+  }
+  EXPECT_EQ(dq.pop(), nullptr);
+  EXPECT_TRUE(dq.empty());
+}
+
+TEST(WorkDeque, PublicPushPublishesThePrivateItemsBelowIt) {
+  std::vector<item> items = make_items(4);
+  work_deque<item*> dq;
+  EXPECT_TRUE(dq.push_private(&items[0]));
+  EXPECT_FALSE(dq.push_private(&items[1]));
+  EXPECT_FALSE(dq.push_private(&items[2]));
+  dq.push(&items[3]);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(dq.steal(), &items[i]);
+  }
+  EXPECT_EQ(dq.steal(), nullptr);
+  EXPECT_EQ(dq.pop(), nullptr);
+}
+
+TEST(WorkDeque, PrivatePushesGrowTheBuffer) {
+  std::vector<item> items = make_items(100);
+  work_deque<item*> dq{2};
+  for (item& it : items) {
+    (void)dq.push_private(&it);
+  }
+  EXPECT_EQ(dq.capacity(), 128u);
+  EXPECT_EQ(dq.size() + dq.private_size(), 100u);
+  // The published item (the first) is the oldest; the rest come back newest first.
+  EXPECT_EQ(dq.steal(), &items[0]);
+  for (std::size_t i = 100; i-- > 1;) {
+    ASSERT_EQ(dq.pop(), &items[i]);
+  }
+  EXPECT_EQ(dq.pop(), nullptr);
+  EXPECT_TRUE(dq.empty());
+}
+
 // ---- owner against thieves --------------------------------------------------------------------
 
 // Steals until `drained` is set and the deque is empty, recording the ids taken.
@@ -298,6 +377,32 @@ class WorkDequeThieves : public ::testing::TestWithParam<int> {};
 
 INSTANTIATE_TEST_SUITE_P(Thieves, WorkDequeThieves, ::testing::Values(1, 2, 4, 8),
                          ::testing::PrintToStringParamName());
+
+// Pops up to `count` items into `popped`; false if one was not below the one popped before it
+// (the owner must pop in reverse push order).
+bool pop_in_reverse_order(work_deque<item*>& dq, int count, std::vector<std::size_t>& popped) {
+  bool in_order = true;
+  const item* previous = nullptr;
+  for (; count > 0; --count) {
+    item* it = dq.pop();
+    if (it == nullptr) {
+      break;
+    }
+    in_order = in_order && (previous == nullptr || it->id < previous->id);
+    previous = it;
+    popped.push_back(it->id);
+  }
+  return in_order;
+}
+
+// The owner's pops came in reverse push order, and each thief's steals in push order (the
+// owner's list is the last of `taken`).
+void expect_orders(bool pops_in_order, const std::vector<std::vector<std::size_t>>& taken) {
+  EXPECT_TRUE(pops_in_order) << "the owner popped items out of reverse push order";
+  for (std::size_t i = 0; i + 1 < taken.size(); ++i) {
+    expect_increasing(taken[i]);
+  }
+}
 
 // The owner pushes and pops random bursts while the thieves steal.
 // Runs owner(popped) on this thread while `thieves` threads steal until it has returned and the
@@ -351,22 +456,10 @@ TEST_P(WorkDequeThieves, EveryItemTakenExactlyOnce) {
         push_fresh(dq, items[next], next);
       }
       // Between pushes, the owner's pops go down the deque: each id is below the previous one.
-      std::size_t previous = n;
-      for (int k = pop_burst(rng); k > 0; --k) {
-        item* it = dq.pop();
-        if (it == nullptr) {
-          break;
-        }
-        pops_in_order = pops_in_order && it->id < previous;
-        previous = it->id;
-        popped.push_back(it->id);
-      }
+      pops_in_order = pop_in_reverse_order(dq, pop_burst(rng), popped) && pops_in_order;
     }
   });
-  EXPECT_TRUE(pops_in_order) << "the owner popped items out of reverse push order";
-  for (std::size_t i = 0; i < thieves; ++i) {
-    expect_increasing(taken[i]);
-  }
+  expect_orders(pops_in_order, taken);
   RecordProperty("stolen", std::to_string(n - taken[thieves].size()));
 }
 
@@ -399,6 +492,40 @@ TEST_P(WorkDequeThieves, PushManyItemsAreTakenExactlyOnce) {
       }
     }
   });
+}
+
+// The owner mixes private pushes (publishing when the thieves have emptied the public part),
+// public pushes and pops, as fork-join code with spawned jobs does.
+TEST_P(WorkDequeThieves, PrivateItemsAreTakenExactlyOnce) {
+  const auto thieves = static_cast<std::size_t>(GetParam());
+  const std::size_t n = scaled(200'000, 1000);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(n) + " items");
+  std::vector<item> items = make_items(n);
+  work_deque<item*> dq{4};
+  bool pops_in_order = true;
+  std::size_t published = 0;
+  const auto taken = take_with_thieves(dq, thieves, n, [&](std::vector<std::size_t>& popped) {
+    std::mt19937 rng{seed};
+    std::uniform_int_distribution<int> push_burst{0, 64};
+    std::uniform_int_distribution<int> pop_burst{0, 48};
+    std::bernoulli_distribution public_push{0.05};
+    std::size_t next = 0;
+    while (next < n) {
+      for (int k = push_burst(rng); k > 0 && next < n; ++next, --k) {
+        items[next].id = next;
+        if (public_push(rng)) {
+          dq.push(&items[next]);
+        } else if (dq.push_private(&items[next])) {
+          ++published;
+        }
+      }
+      pops_in_order = pop_in_reverse_order(dq, pop_burst(rng), popped) && pops_in_order;
+    }
+  });
+  expect_orders(pops_in_order, taken);
+  RecordProperty("stolen", std::to_string(n - taken[thieves].size()));
+  RecordProperty("publications", std::to_string(published));
 }
 
 // The deque starts at capacity 2 and the owner only pushes while the thieves steal, so it grows
@@ -471,22 +598,29 @@ TEST_P(WorkDequeThieves, GrowthWhileStealingKeepsEveryItem) {
 struct race_shape {
   std::size_t items;    // pushed per round
   std::size_t thieves;  // stealing threads
+  bool private_pushes;  // push_private() instead of push(): the first is published at once,
+                        // the others stay private, and the owner's pops reach the public one
 };
 
 void PrintTo(const race_shape& shape, std::ostream* out) {
-  *out << shape.items << " items, " << shape.thieves << " thieves";
+  *out << shape.items << " items, " << shape.thieves << " thieves"
+       << (shape.private_pushes ? ", private pushes" : "");
 }
 
 class WorkDequeRace : public ::testing::TestWithParam<race_shape> {};
 
 INSTANTIATE_TEST_SUITE_P(Shapes, WorkDequeRace,
-                         ::testing::Values(race_shape{1, 1}, race_shape{2, 1}, race_shape{2, 2}),
+                         ::testing::Values(race_shape{1, 1, false}, race_shape{2, 1, false},
+                                           race_shape{2, 2, false}, race_shape{1, 1, true},
+                                           race_shape{3, 1, true}, race_shape{3, 2, true}),
                          [](const ::testing::TestParamInfo<race_shape>& info) {
                            return std::to_string(info.param.items) + "_items_" +
-                                  std::to_string(info.param.thieves) + "_thieves";
+                                  std::to_string(info.param.thieves) + "_thieves" +
+                                  (info.param.private_pushes ? "_private" : "");
                          });
 
 // With one item and one thief, this is the race for the last item between pop() and steal().
+// With private pushes, the owner's pops end with the race for the one published item.
 TEST_P(WorkDequeRace, LastItemsGoToExactlyOneTaker) {
   const race_shape shape = GetParam();
   const std::size_t rounds = scaled(10'000, 200);
@@ -525,7 +659,12 @@ TEST_P(WorkDequeRace, LastItemsGoToExactlyOneTaker) {
   std::size_t next = 0;
   for (std::size_t r = 0; r < rounds; ++r) {
     for (std::size_t i = 0; i < shape.items; ++i, ++next) {
-      push_fresh(dq, items[next], next);
+      if (shape.private_pushes) {
+        items[next].id = next;
+        (void)dq.push_private(&items[next]);
+      } else {
+        push_fresh(dq, items[next], next);
+      }
     }
     pushed.store(r + 1, std::memory_order_relaxed);
     const std::size_t all_thieves = (r + 1) * shape.thieves;

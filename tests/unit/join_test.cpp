@@ -2,12 +2,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <variant>
+#include <vector>
 #include <weft/weft.hpp>
 
 #include "support/support.hpp"
@@ -137,6 +140,112 @@ TEST_P(join_test, deep_recursion_does_not_overflow) {
     return a + b;
   };
   EXPECT_EQ(pool.submit([&] { return chain(5000); }).get(), 5000);
+}
+
+// Waits until `flag` is set, for at most 10 s; false if it never was.
+bool wait_for(const std::atomic<bool>& flag) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (!flag.load()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// A join whose first half waits for the second to start: the second must be
+// stolen. At the top of a job the deque's public part is empty, so join
+// publishes its half at once (docs/deque.md, "The private part").
+TEST_P(join_test, second_half_is_stolen_while_the_first_waits_for_it) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  const int rounds = static_cast<int>(weft::test::scaled(200, 20));
+  auto met = pool.submit([rounds] {
+    int n = 0;
+    for (int round = 0; round < rounds; ++round) {
+      std::atomic<bool> started{false};
+      auto [ok, where] = weft::join([&] { return wait_for(started); },
+                                    [&] {
+                                      started = true;
+                                      return weft::this_worker::index();
+                                    });
+      if (ok && where != weft::this_worker::index()) ++n;
+    }
+    return n;
+  });
+  EXPECT_EQ(met.get(), rounds);
+}
+
+// Results that own memory and cannot be copied, from halves that are stolen
+// (the stolen half's result lives in raw storage until the joiner takes it)
+// and from halves run inline; ASan checks that none leaks.
+TEST_P(join_test, stolen_and_inline_halves_hand_over_move_only_results) {
+  weft::pool pool{options()};
+  auto total = pool.submit([steal = GetParam() >= 2] {
+    std::size_t sum = 0;
+    for (int round = 0; round < 100; ++round) {
+      std::atomic<bool> started{false};
+      auto [a, b] = weft::join(
+          [&] {
+            if (steal && round % 2 == 0) (void)wait_for(started);
+            return std::make_unique<std::string>(std::to_string(round));
+          },
+          [&] {
+            started = true;
+            return std::make_unique<std::vector<int>>(static_cast<std::size_t>(round), 1);
+          });
+      sum += a->size() + b->size();
+    }
+    return sum;
+  });
+  // 10 one-digit and 90 two-digit numbers, plus 0 + 1 + ... + 99 ones.
+  EXPECT_EQ(total.get(), 10U + 180U + 4950U);
+}
+
+// Both halves throw, with the right one stolen or not: the left exception
+// wins, the right one is dropped (and freed), and nothing is reported to the
+// pool's error path.
+TEST_P(join_test, left_exception_wins_when_both_throw) {
+  weft::test::error_count errors;
+  weft::pool pool{errors.options(GetParam())};
+  auto caught = pool.submit([steal = GetParam() >= 2] {
+    int left = 0;
+    for (int round = 0; round < 50; ++round) {
+      std::atomic<bool> started{false};
+      try {
+        weft::join(
+            [&] {
+              if (steal && round % 2 == 0) (void)wait_for(started);
+              throw std::runtime_error("left " + std::to_string(round));
+            },
+            [&] {
+              started = true;
+              throw std::logic_error("right");
+            });
+      } catch (const std::runtime_error& e) {
+        if (std::string(e.what()) == "left " + std::to_string(round)) ++left;
+      }
+    }
+    return left;
+  });
+  EXPECT_EQ(caught.get(), 50);
+  pool.wait();
+  EXPECT_EQ(errors.n.load(), 0);
+}
+
+// The stolen right half's exception reaches the joiner, with a result type
+// that has a destructor.
+TEST_P(join_test, stolen_right_half_exception_is_rethrown) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  auto f = pool.submit([] {
+    std::atomic<bool> started{false};
+    weft::join([&] { return wait_for(started); },
+               [&]() -> std::string {
+                 started = true;
+                 throw std::out_of_range("stolen right");
+               });
+  });
+  EXPECT_THROW(f.get(), std::out_of_range);
 }
 
 TEST(join, outside_any_pool_uses_the_default_pool) {
