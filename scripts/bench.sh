@@ -37,9 +37,10 @@ usage() { # <exit status>: prints the comment above
 }
 
 # The workloads whose speed-up against the number of workers the report
-# plots, and the sizes the quick set leaves out (hipe's middle job counts:
-# K = 4 and 64 already show how the split matters).
-scaling_workloads=(fib matmul cholesky)
+# plots (unbalanced_tree's shows whether stealing balances its lopsided
+# recursion), and the sizes the quick set leaves out (hipe's middle job
+# counts: K = 4 and 64 already show how the split matters).
+scaling_workloads=(fib matmul cholesky unbalanced_tree)
 quick_skip='^(fib/32|matmul/1024|cholesky/4096|linear_chain(_run)?/4194304|hipe/compute_(8|16|32)_jobs)/'
 
 full=0

@@ -3,17 +3,9 @@
 
 namespace {
 
-int fib(int n) {
-  if (n < 2) return n;
-  return fib(n - 1) + fib(n - 2);
-}
-
+// fib.hpp's sequential_fib: weft's ns_per_spawn subtracts the same recursion's time.
 auto setup() {
-  return [](int n) {
-    // Hide n from the optimiser so that it cannot fold the recursion.
-    benchmark::DoNotOptimize(n);
-    return fib(n);
-  };
+  return [](int n) { return bench::fib::sequential_fib(n); };
 }
 
 const int timing =

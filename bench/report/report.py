@@ -68,7 +68,8 @@ METRICS = [("median_ns", "ns"), ("ns_per_task", "ns"), ("cpu_ms", "cpu_ms"),
 EXTRA_ROWS = [("cpu_ns_per_task", "cpu/task", "cpu_ns"),
               ("idle_cpu_ms_per_s", "idle cpu", "cpu_ms_per_s"),
               ("p99_ns", "p99", "ns"),
-              ("shrink_median_ns", "shrink", "ns")]
+              ("shrink_median_ns", "shrink", "ns"),
+              ("ns_per_spawn", "ns/spawn", "ns")]
 # (competitor, variant) -> the column it is shown in: a peer of its own
 # rather than one more way of doing what its competitor does.
 OWN_COLUMNS = {("seq", "lapacke"): "lapacke"}  # cholesky: LAPACKE_dpotrf, OpenBLAS threads
@@ -147,6 +148,11 @@ TARGETS = [
     # Issue 8: run_n(g, 1000) of a 100-task graph, against oneTBB rerunning
     # its flow graph 1,000 times.
     Target("graph_rerun/100x1000", "run_n", 0.5, Ref("tbb")),
+    # Issue 13: fork-join on 2 workers, fib(30) with join at most twice the
+    # plain sequential recursion's time, and with a task_group per call at
+    # most 3x weft's own join.
+    Target("fib/30", "join", 2.0, Ref("seq")),
+    Target("fib/30", "task_group", 3.0, Ref("weft", "join")),
 ]
 
 NOTES = """\
@@ -162,8 +168,9 @@ hour away (seq: a plain thread in condition_variable::wait_until, the floor;
 oneTBB and OpenMP have no timers). resize/grow_and_shrink: median time from
 resize(n + 1) until the new worker has run its first job, and (shrink row)
 from resize(n) until the idle leaver's thread has ended (seq: a plain
-std::thread started, and joined, the floor). weft/<peer> below 1 means weft
-used less."""
+std::thread started, and joined, the floor). fib (ns/spawn): (time x workers
+- the sequential recursion's time in the same process) / the tasks spawned,
+2 x (fib(n + 1) - 1). weft/<peer> below 1 means weft used less."""
 
 # ---- reading -----------------------------------------------------------------
 
