@@ -5,14 +5,18 @@
 // Names: "batches/1000000_by_<k>/<variant>" (real time for all the jobs;
 // k = 1 is one by one) and "batches/futures_100000/<variant>" (real time
 // for submit + wait all + get all). Every run checks that every job ran, or
-// that the results sum to what they should.
+// that the results sum to what they should. weft's futures also report the
+// counters submit_ns and when_all_ns: per iteration, the mean time spent
+// submitting all the jobs, and then in when_all(...).get() and the sum.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "common/check.hpp"
@@ -61,16 +65,45 @@ inline std::int64_t sum(const std::vector<std::int64_t>& results) noexcept {
   return total;
 }
 
-// `setup()` returns a callable `std::int64_t(n)` that makes n jobs, job i
-// returning future_value(i), waits for all and returns the sum of all
-// results.
+// What a futures run may return instead of the bare sum: the sum, and how
+// long its two phases took, submitting all the jobs, then waiting for all
+// of them, getting their results and summing them.
+struct timed_sum {
+  std::int64_t sum;
+  std::chrono::nanoseconds submit;
+  std::chrono::nanoseconds when_all;
+};
+
+// `setup()` returns a callable `std::int64_t(n)` or `timed_sum(n)` that
+// makes n jobs, job i returning future_value(i), waits for all and returns
+// the sum of all results. With timed_sum, the run also reports the counters
+// submit_ns and when_all_ns, the mean of each phase per iteration.
 template <class Setup>
 void add_futures(std::string_view variant, Setup setup) {
   bench::add("batches", "futures_" + std::to_string(futures), variant,
              [setup](benchmark::State& state) {
                auto run = setup();
+               constexpr bool timed = std::is_same_v<decltype(run(futures)), timed_sum>;
+               std::chrono::nanoseconds submit{}, when_all{};
                for (auto _ : state) {
-                 if (!check_equal(state, run(futures), futures_sum, "sum of the results")) break;
+                 std::int64_t got = 0;
+                 if constexpr (timed) {
+                   const timed_sum r = run(futures);
+                   submit += r.submit;
+                   when_all += r.when_all;
+                   got = r.sum;
+                 } else {
+                   got = run(futures);
+                 }
+                 if (!check_equal(state, got, futures_sum, "sum of the results")) break;
+               }
+               if constexpr (timed) {
+                 const auto per_iteration = [](std::chrono::nanoseconds total) {
+                   return benchmark::Counter(static_cast<double>(total.count()),
+                                             benchmark::Counter::kAvgIterations);
+                 };
+                 state.counters["submit_ns"] = per_iteration(submit);
+                 state.counters["when_all_ns"] = per_iteration(when_all);
                }
              })
       ->Unit(benchmark::kMillisecond)

@@ -69,7 +69,9 @@ EXTRA_ROWS = [("cpu_ns_per_task", "cpu/task", "cpu_ns"),
               ("idle_cpu_ms_per_s", "idle cpu", "cpu_ms_per_s"),
               ("p99_ns", "p99", "ns"),
               ("shrink_median_ns", "shrink", "ns"),
-              ("ns_per_spawn", "ns/spawn", "ns")]
+              ("ns_per_spawn", "ns/spawn", "ns"),
+              ("submit_ns", "submit", "ns"),
+              ("when_all_ns", "when_all", "ns")]
 # (competitor, variant) -> the column it is shown in: a peer of its own
 # rather than one more way of doing what its competitor does.
 OWN_COLUMNS = {("seq", "lapacke"): "lapacke"}  # cholesky: LAPACKE_dpotrf, OpenBLAS threads
@@ -134,6 +136,12 @@ TARGETS = [
     # Issue 9: batches of 1,000 at most half the time of one by one.
     Target("batches/1000000_by_1000", "spawn_all", 0.5,
            Ref("weft", "spawn", row="batches/1000000_by_1")),
+    # Issue 9: when_all of 100,000 futures (wait all, get all) at most twice
+    # the time of submitting them: the medians of the two counters of weft's runs.
+    Target("batches/futures_100000 (when_all)", "submit_when_all", 2.0,
+           Ref("weft", "submit_when_all", row="batches/futures_100000 (submit)")),
+    Target("batches/futures_100000 (when_all)", "submit_all_when_all", 2.0,
+           Ref("weft", "submit_all_when_all", row="batches/futures_100000 (submit)")),
     # Issue 10: timer lateness on an idle pool, and CPU per idle second with
     # a timer pending an hour away.
     Target("timers/1ms", "spawn_after", 100_000, unit="ns"),
@@ -170,7 +178,10 @@ resize(n + 1) until the new worker has run its first job, and (shrink row)
 from resize(n) until the idle leaver's thread has ended (seq: a plain
 std::thread started, and joined, the floor). fib (ns/spawn): (time x workers
 - the sequential recursion's time in the same process) / the tasks spawned,
-2 x (fib(n + 1) - 1). weft/<peer> below 1 means weft used less."""
+2 x (fib(n + 1) - 1). batches/futures_100000 (submit) and (when_all): weft's
+mean time per iteration submitting the 100,000 jobs (counter submit_ns), and
+then in when_all(...).get() and the sum (when_all_ns). weft/<peer> below 1
+means weft used less."""
 
 # ---- reading -----------------------------------------------------------------
 

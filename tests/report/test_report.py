@@ -217,6 +217,43 @@ class Report(unittest.TestCase):
             self.assertEqual(tables(result.stdout)[0][("empty_jobs/2048", "spawn")]["target"],
                              f"{verdict} (<= 0.8x tbb)")
 
+    def test_phase_rows(self):
+        # Issue 9: weft's futures report submit_ns and when_all_ns, each a row
+        # of its own, and when_all must take at most 2x submit, variant by
+        # variant: just below for submit_when_all, just above for the other.
+        def run(variant, family, submit, when_all):
+            name = f"batches/futures_100000/{variant}/min_time:0.200/real_time"
+            return {"name": name, "run_name": name, "run_type": "iteration",
+                    "family_index": family, "real_time": (submit + when_all) / 1e6,
+                    "time_unit": "ms", "submit_ns": submit, "when_all_ns": when_all}
+
+        submits = [4e6, 5e6, 6e6]  # median 5 ms
+        batches = {"context": {"competitor": "weft", "workers": "2"}, "benchmarks": [
+            run(variant, family, submit, factor * 5e6 + (submit - 5e6))
+            for family, (variant, factor) in enumerate((("submit_all_when_all", 2.001),
+                                                        ("submit_when_all", 1.999)))
+            for submit in submits]}
+        with tempfile.TemporaryDirectory() as out:
+            result = run_report(out, RECORDED + [batches])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        table = tables(result.stdout)[0]
+        row = "batches/futures_100000"
+        for variant, factor, verdict in (("submit_all_when_all", 2.001, "MISSED"),
+                                         ("submit_when_all", 1.999, "met")):
+            with self.subTest(variant=variant):
+                self.assertEqual(table[(f"{row} (submit)", variant)]["weft"], "5.00 ms")
+                self.assert_shows(table[(f"{row} (when_all)", variant)]["weft"],
+                                  factor * 5e6, 1e6)
+                self.assertEqual(table[(f"{row} (submit)", variant)]["target"], "")
+                self.assertEqual(table[(row, variant)]["target"], "")
+                self.assertEqual(table[(f"{row} (when_all)", variant)]["target"],
+                                 f"{verdict} (<= 2x {row} (submit) weft[{variant}])")
+        self.assertEqual([key for key in table if key[0].startswith(row)], [
+            (row, "submit_all_when_all"), (row, "submit_when_all"),
+            (f"{row} (submit)", "submit_all_when_all"), (f"{row} (submit)", "submit_when_all"),
+            (f"{row} (when_all)", "submit_all_when_all"),
+            (f"{row} (when_all)", "submit_when_all")])
+
     def test_no_reference(self):
         docs = [doc for doc in RECORDED if doc["context"]["competitor"] != "tbb"]
         with tempfile.TemporaryDirectory() as out:
