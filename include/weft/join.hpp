@@ -38,11 +38,11 @@ struct join_access {
   // than a call of its own (5.6 against 7.5 ms for fib(30) on 2 workers,
   // medians of 4 alternating runs, with an earlier layout of the deque),
   // although GCC then saves six registers in every caller, leaves of a
-  // recursion included. Private: the second half goes
-  // to the private part of the deque (the deque publishes it once its
-  // public part runs dry); else it is public at once, for forks that want
-  // an idle worker to take the half while the first one runs long (the
-  // algorithms' few, large pieces).
+  // recursion included. Private: the second half goes to the private part
+  // of the deque (the deque publishes it once its public part runs dry);
+  // else it is public at once, for forks that want an idle worker to take
+  // the half while the first one runs long (the algorithms' few, large
+  // pieces).
   template <bool Private, class F, class G>
   static auto on_worker(pool& p, worker& self, F& f, G& g);
   // weft::join, with the choice above.
@@ -275,7 +275,6 @@ auto join_access::elsewhere(pool& p, F& f, G& g) {
   const pool::ticket t = p.count_spawn();
   const pool::submission_guard guard{p, t};  // destroyed last
   right.forked_in = &p;
-  right.scope = nullptr;
   right.epoch = t.epoch;
   right.counted = t.cache;
   try {
