@@ -6,11 +6,13 @@
 #                           OpenBLAS + LAPACKE (examples/blas/cholesky.cpp),
 #                           pkg-config (the package check), doxygen (the API
 #                           reference) and matplotlib (the test of
-#                           bench/report/report.py)
+#                           bench/report/report.py), OpenMPI (weft::mpi, its
+#                           tests and examples/cholesky_mpi.cpp)
 #                           (clang-tidy-16 too: clang-tidy 14 cannot parse
 #                           libstdc++ 12's <ranges> in C++20 mode)
 #   scripts/deps.sh bench   compiler, CMake, Google Benchmark, oneTBB, OpenBLAS +
-#                           LAPACKE, StarPU, and matplotlib (the report's charts)
+#                           LAPACKE, StarPU (with StarPU-MPI), OpenMPI, and
+#                           matplotlib (the report's charts)
 #
 # As root it runs apt-get itself; otherwise it prints the command to run and
 # exits 1. Prints one line and changes nothing when everything is installed.
@@ -23,8 +25,8 @@ usage() {
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz spin gdb pkg-config doxygen libopenblas-dev liblapacke-dev python3-matplotlib) ;;
-  bench) packages=(g++ cmake make libbenchmark-dev libtbb-dev libopenblas-dev liblapacke-dev libstarpu-dev pkg-config python3-matplotlib) ;;
+  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 graphviz spin gdb pkg-config doxygen libopenblas-dev liblapacke-dev python3-matplotlib libopenmpi-dev openmpi-bin) ;;
+  bench) packages=(g++ cmake make libbenchmark-dev libtbb-dev libopenblas-dev liblapacke-dev libstarpu-dev pkg-config python3-matplotlib libopenmpi-dev openmpi-bin) ;;
   *) usage ;;
 esac
 
