@@ -1,0 +1,293 @@
+// weft::mpi: MPI requests as dependencies, and data-flow tasks across MPI
+// ranks (an optional component: CMake option WEFT_WITH_MPI, target
+// weft::mpi). Every rank runs the same sequential program of tasks; a task
+// runs on the rank that owns the object it writes, and the objects it reads
+// from other ranks arrive by non-blocking messages the flow infers. No
+// worker ever waits in MPI_Wait: a progress engine polls the pending
+// requests (MPI_Testsome) from short jobs on the pool and from the thread in
+// wait(). docs/mpi.md has the ownership model, the transfers, the progress
+// engine and its cost, and the error protocol.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "errors.hpp"
+#include "flow.hpp"
+#include "future.hpp"
+#include "pool.hpp"
+
+namespace weft::mpi {
+
+/// An MPI call or request failed (its error string is in what()), or a
+/// request was cancelled because the flow or progress engine it belonged to
+/// stopped.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What wait() throws on the ranks whose own tasks did not fail when a task
+/// on another rank threw: the distributed flow was aborted everywhere.
+class remote_error : public error {
+ public:
+  /// `rank`: the rank whose task threw first as far as this rank knows, or
+  /// -1 if its message had not arrived yet.
+  remote_error(const std::string& what, int rank) : error(what), rank_(rank) {}
+  /// The rank whose task threw, or -1 if unknown here.
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+
+ private:
+  int rank_;
+};
+
+/// How often the progress engine polls while requests are pending.
+struct progress_options {
+  /// The first poll after a request starts or completes comes this soon;
+  /// each poll that finds nothing doubles the delay up to max_interval.
+  std::chrono::microseconds min_interval{20};
+  /// The longest delay between two polls while requests are pending.
+  std::chrono::microseconds max_interval{200};
+};
+
+/// Counters of a progress engine (progress::statistics, flow::statistics).
+struct progress_stats {
+  std::uint64_t polls = 0;      ///< MPI_Testsome calls made
+  std::uint64_t completed = 0;  ///< requests seen complete
+};
+
+namespace detail {
+
+class engine;
+struct entry;
+
+// The part of a distributed flow that tasks reach (mpi.cpp).
+class flow_state;
+
+}  // namespace detail
+
+/// Turns MPI requests into weft futures. Completion is found by polling
+/// (MPI_Testsome over every pending request, rate-limited by
+/// progress_options) from a short job on the pool, scheduled only while
+/// requests are pending; no thread blocks in MPI_Wait. MPI must be
+/// initialised with at least MPI_THREAD_SERIALIZED (every MPI call weft
+/// makes holds one lock), and MPI_THREAD_MULTIPLE if the program makes MPI
+/// calls of its own from several threads. Destroy it before the pool and
+/// before MPI_Finalize.
+class progress {
+ public:
+  /// Polls on p's workers. Throws weft::usage_error if MPI is not
+  /// initialised or not at MPI_THREAD_SERIALIZED or above, or if p is in
+  /// sequential mode (no worker to poll on).
+  explicit progress(pool& p, progress_options options = {});
+  /// Cancels the requests still pending (their futures then hold
+  /// weft::mpi::error) and stops polling.
+  ~progress();
+  progress(const progress&) = delete;
+  progress& operator=(const progress&) = delete;
+
+  /// Takes an active request (r is set to MPI_REQUEST_NULL) and returns a
+  /// future of its status, ready when the request completes; it holds
+  /// weft::mpi::error if the request failed or was cancelled. A null
+  /// request is usage_error.
+  [[nodiscard]] future<MPI_Status> after(MPI_Request& r);
+  /// Polls once from the calling thread; returns how many requests completed.
+  std::size_t poll();
+  /// Requests not complete yet.
+  [[nodiscard]] std::size_t pending() const;
+  /// How many polls and completions so far.
+  [[nodiscard]] progress_stats statistics() const;
+
+ private:
+  std::shared_ptr<detail::engine> engine_;
+};
+
+/// progress::after(r): a future of r's status, ready when r completes.
+[[nodiscard]] inline future<MPI_Status> after(progress& p, MPI_Request& r) { return p.after(r); }
+
+/// Options of a distributed flow.
+struct flow_options {
+  weft::flow_options local{};  ///< the options of each rank's local flow
+  progress_options polling{};  ///< how the flow's progress engine polls
+};
+
+/// What a distributed flow sent and received on this rank so far.
+struct flow_stats {
+  std::uint64_t messages_sent = 0;      ///< object versions sent
+  std::uint64_t messages_received = 0;  ///< object versions received
+  std::uint64_t bytes_sent = 0;         ///< their bytes
+  std::uint64_t bytes_received = 0;     ///< their bytes
+  std::uint64_t local_tasks = 0;        ///< tasks emplaced here (transfers included)
+  progress_stats polling{};             ///< the progress engine's counters
+};
+
+/// A sequential task flow across the ranks of a communicator. Every rank
+/// registers the same objects in the same order and emplaces the same tasks
+/// in the same order (the flow checks a hash of that program at wait()).
+/// A task runs on the rank that owns the objects it writes (they must share
+/// one owner), or, if it writes none, on the owner of the first object it
+/// reads. Before it runs, every object it reads from another rank is sent to
+/// its rank, once per version: received copies stay cached in that rank's
+/// instance of the object until the owner writes the object again. Tasks
+/// declare weft::read(x) and weft::write(x) only.
+///
+/// Objects are sent as bytes: a trivially copyable object (register_data(x,
+/// owner)), or a (pointer, size) view of its storage (register_data(x,
+/// owner, data, size)), the same size on every rank. Every rank holds an
+/// instance of every object; non-owners' instances are where received
+/// versions land.
+class flow {
+ public:
+  /// A flow over the ranks of comm (duplicated: the flow's messages never
+  /// meet the program's), running each rank's tasks on p. Collective.
+  /// Throws weft::usage_error if MPI is not initialised at
+  /// MPI_THREAD_SERIALIZED or above, or if p is in sequential mode.
+  flow(pool& p, MPI_Comm comm, flow_options options = {});
+  /// Waits as wait() does if tasks were emplaced since the last wait (an
+  /// exception then goes to the pool's error path), then frees the
+  /// duplicated communicator. Collective.
+  ~flow();
+  flow(const flow&) = delete;
+  flow& operator=(const flow&) = delete;
+
+  /// This rank in the flow's communicator.
+  [[nodiscard]] int rank() const noexcept;
+  /// The number of ranks.
+  [[nodiscard]] int size() const noexcept;
+
+  /// Declares x, owned by `owner`, sent as its own bytes (T trivially
+  /// copyable). Every rank calls it, in the same order.
+  template <class T>
+  void register_data(T& x, int owner) {
+    static_assert(std::is_trivially_copyable_v<T>,
+                  "weft::mpi::flow::register_data(x, owner): x is sent as its bytes, so T must be "
+                  "trivially copyable; for an object whose data lives elsewhere, pass a view: "
+                  "register_data(x, owner, pointer, size)");
+    add_object(&x, owner, &x, sizeof(T));
+  }
+  /// Declares x, owned by `owner`, whose data are the `size` bytes at
+  /// `data` (the same size on every rank; a received version overwrites
+  /// them). Every rank calls it, in the same order.
+  template <class T>
+  void register_data(T& x, int owner, void* data, std::size_t size) {
+    add_object(&x, owner, data, size);
+  }
+  /// The rank that owns x (usage_error if x is not registered).
+  [[nodiscard]] int owner_of(const void* x) const;
+
+  /// Adds a task that calls f with the declared objects, in declaration
+  /// order (`const T&` for read, `T&` for write), on the rank the flow
+  /// assigns it; every rank calls emplace with the same program.
+  template <class F, class... A>
+  void emplace(F&& f, A&&... accesses);
+
+  /// Brings x's latest version to `root`'s instance of x by the time wait()
+  /// returns. Every rank calls it.
+  template <class T>
+  void gather(T& x, int root) {
+    gather_object(&x, root);
+  }
+
+  /// Returns on every rank once every rank's tasks emplaced so far have
+  /// finished and their messages completed (collective). Rethrows this
+  /// rank's first task exception; on the other ranks throws remote_error;
+  /// after either, the flow is aborted and only its destructor may be used.
+  /// Throws usage_error if the ranks emplaced different programs.
+  void wait();
+
+  /// Messages, bytes and polls on this rank so far.
+  [[nodiscard]] flow_stats statistics() const;
+
+ private:
+  // One declared access, as the planner sees it.
+  struct access_ref {
+    const void* object;
+    bool write;
+  };
+
+  void add_object(const void* x, int owner, void* data, std::size_t size);
+  void gather_object(const void* x, int root);
+  // Every rank's bookkeeping of sending object i's current version to `to`.
+  void transfer(std::size_t i, int to);
+  // Bookkeeping of a task on every rank (versions, transfers, the program
+  // hash); true if the task runs here.
+  bool plan(const access_ref* accesses, std::size_t count);
+  // Counts a task emplaced here; its wrapper calls task_done().
+  void task_started();
+  [[nodiscard]] detail::flow_state* state() const noexcept { return state_.get(); }
+
+  weft::flow local_;
+  std::unique_ptr<detail::flow_state> state_;
+};
+
+namespace detail {
+
+// What the task wrappers need of the flow's state (mpi.cpp).
+bool task_skipped(flow_state* s) noexcept;
+void task_failed(flow_state* s, std::exception_ptr e) noexcept;
+void task_done(flow_state* s) noexcept;
+
+// Counts a task's body done however it ends.
+struct task_guard {
+  flow_state* s;
+  explicit task_guard(flow_state* state) noexcept : s(state) {}
+  task_guard(const task_guard&) = delete;
+  task_guard& operator=(const task_guard&) = delete;
+  ~task_guard() { task_done(s); }
+};
+
+template <class A>
+struct is_mpi_access : std::false_type {};
+template <class T>
+struct is_mpi_access<access<T, access_mode::read>> : std::true_type {};
+template <class T>
+struct is_mpi_access<access<T, access_mode::write>> : std::true_type {};
+
+}  // namespace detail
+
+template <class F, class... A>
+void flow::emplace(F&& f, A&&... accesses) {
+  static_assert(sizeof...(A) > 0,
+                "weft::mpi::flow::emplace(f, accesses...): declare at least one weft::read(x) or "
+                "weft::write(x); the rank a task runs on is the owner of what it writes");
+  static_assert((detail::is_mpi_access<std::decay_t<A>>::value && ...),
+                "weft::mpi::flow::emplace: only weft::read(x) and weft::write(x) cross ranks");
+  static_assert(std::is_invocable_v<std::decay_t<F>&, typename std::decay_t<A>::object_type&...>,
+                "weft::mpi::flow::emplace(f, accesses...): f must be callable with the declared "
+                "objects in order: const T& for read(x), T& for write(x)");
+  const access_ref refs[] = {
+      access_ref{accesses.object, std::decay_t<A>::mode == access_mode::write}...};
+  if (!plan(refs, sizeof...(A))) return;
+  task_started();
+  detail::flow_state* s = state();
+  // The wrapper never lets an exception reach the local flow: the flow
+  // would skip the tasks after it, whose bodies then never count themselves
+  // done. It records the exception instead, which aborts the flow on every
+  // rank, and the bodies that start afterwards return at once.
+  local_.emplace(
+      [s, fn = std::forward<F>(f)](auto&... objects) mutable {
+        const detail::task_guard guard{s};
+        if (detail::task_skipped(s)) return;
+        try {
+          std::invoke(fn, objects...);
+        } catch (...) {
+          detail::task_failed(s, std::current_exception());
+        }
+      },
+      std::forward<A>(accesses)...);
+}
+
+}  // namespace weft::mpi
