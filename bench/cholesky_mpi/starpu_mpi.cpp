@@ -19,8 +19,11 @@
 // central queue of a single worker), so a second variant would measure the
 // same thing twice.
 //
-// StarPU-MPI's progress thread makes the MPI calls; with starpu_conf.ncpus
-// given, starpu_mpi_init_conf reserves no core for it. No StarPU thread is
+// StarPU-MPI's progress thread makes the MPI calls, polling without
+// sleeping; with starpu_conf.ncpus given, starpu_mpi_init_conf reserves no
+// core for it. STARPU_MPI_DRIVER_CALL_FREQUENCY > 0, which makes that
+// thread run worker 0 between its polls instead, deadlocked in 2 runs of 3
+// with StarPU 1.3.10 here, so it is set to 0. No StarPU thread is
 // bound to a core (STARPU_WORKERS_NOBIND, STARPU_MPI_NOBIND): StarPU would
 // otherwise bind each rank's first worker to the machine's first core, the
 // same one on every rank of the node; mpirun runs with --bind-to none (see
@@ -72,6 +75,7 @@ auto setup(int /*b*/) {
   bench::cholesky::set_blas_threads(1);
   setenv("STARPU_WORKERS_NOBIND", "1", 1);
   setenv("STARPU_MPI_NOBIND", "1", 1);
+  setenv("STARPU_MPI_DRIVER_CALL_FREQUENCY", "0", 1);
   auto session =
       std::make_shared<bench::starpu_session>(bench::mpi::workers_per_rank(), "lws", start, stop);
   int status = session->status();
