@@ -23,7 +23,10 @@
 #
 # One process per library and workload, one at a time, a workload's
 # libraries one after the other; each peak-memory benchmark in a process of
-# its own, since a process's peak RSS never goes down. Google Benchmark's
+# its own, since a process's peak RSS never goes down. Last, the
+# distributed benchmarks (weft_bench_<workload>_mpi_<library>, issue 14),
+# each as 2 processes under mpirun with half the workers each (1 of the
+# default 2), without random interleaving. Google Benchmark's
 # JSON goes to build/bench/results/ (its console output to
 # build/bench/results/log/), then bench/report/report.py prints the table
 # with the targets and writes build/bench/report/report.md with its charts.
@@ -41,7 +44,7 @@ usage() { # <exit status>: prints the comment above
 # recursion), and the sizes the quick set leaves out (hipe's middle job
 # counts: K = 4 and 64 already show how the split matters).
 scaling_workloads=(fib matmul cholesky unbalanced_tree)
-quick_skip='^(fib/32|matmul/1024|cholesky/4096|linear_chain(_run)?/4194304|hipe/compute_(8|16|32)_jobs)/'
+quick_skip='^(fib/32|matmul/1024|cholesky(_mpi)?/4096|linear_chain(_run)?/4194304|hipe/compute_(8|16|32)_jobs)/'
 
 full=0
 filter=${WEFT_BENCH_FILTER:-}
@@ -125,17 +128,18 @@ selected() {
 }
 
 # ---- the list of processes to run ---------------------------------------------
-# Task i runs the benchmarks task_filter[i] of task_competitor[i] with
-# task_workers[i] workers; task_suite[i] is "timing" or "peak_rss". Its
-# weight is the number of benchmark runs it makes, its key what it runs.
+# Task i runs the benchmarks task_filter[i] of the executable task_exe[i]
+# (competitor task_competitor[i]) with task_workers[i] workers;
+# task_suite[i] is "timing", "peak_rss" or "mpi" (timing, under mpirun).
+# Its weight is the number of benchmark runs it makes, its key what it runs.
 task_competitor=() task_workload=() task_workers=() task_suite=() task_filter=()
-task_weight=() task_key=()
-add_task() { # <competitor> <workload> <workers> <suite> <names, one a line>
+task_weight=() task_key=() task_exe=()
+add_task() { # <competitor> <workload> <workers> <suite> <names, one a line> [executable]
   local filter weight=1
   filter=$(exact_filter "$5")
   [[ $4 == peak_rss ]] || weight=$(($(wc -l <<<"$5") * reps))
   task_competitor+=("$1") task_workload+=("$2") task_workers+=("$3") task_suite+=("$4")
-  task_filter+=("$filter") task_weight+=("$weight")
+  task_filter+=("$filter") task_weight+=("$weight") task_exe+=("${6:-weft_bench_$1}")
   task_key+=("$1 $3 $4 $reps $(paste -sd, <<<"$5")")
 }
 
@@ -182,6 +186,30 @@ for workers in "${counts[@]}"; do
   done
 done
 
+# The distributed benchmarks (issue 14), after all the others: every
+# weft_bench_<workload>_mpi_<competitor> that was built (StarPU-MPI's, and
+# weft::mpi's once it exists), a workload's libraries one after the other,
+# each run as mpi_ranks processes by mpirun. --bind-to none: mpirun would
+# bind each rank to one core, and with it the library's helper threads (a
+# progress thread that polls); unbound, the system places every thread, as
+# for weft's unpinned pool. --oversubscribe: a machine with fewer cores
+# than ranks runs them all the same.
+mpi_ranks=2
+mpirun=(mpirun --oversubscribe --bind-to none -np "$mpi_ranks")
+[[ $(id -u) -ne 0 ]] || mpirun+=(--allow-run-as-root)
+for competitor in weft tbb omp starpu seq; do
+  for exe in "$bin"/weft_bench_*_mpi_"$competitor"; do
+    [[ -x $exe ]] || continue
+    if ! command -v mpirun >/dev/null; then
+      echo "bench.sh: no mpirun (Debian: openmpi-bin); skipping ${exe##*/}"
+      continue
+    fi
+    names=$(selected "$exe")
+    [[ -n $names ]] || continue
+    add_task "$competitor" "${names%%/*}" "$main_workers" mpi "$names" "${exe##*/}"
+  done
+done
+
 tasks=${#task_competitor[@]}
 if [[ $tasks -eq 0 ]]; then
   echo "bench.sh: no benchmarks to run (does --filter '$filter' match any?)" >&2
@@ -221,7 +249,10 @@ outputs=()
 for ((i = 0; i < tasks; i++)); do
   competitor=${task_competitor[i]} workload=${task_workload[i]} workers=${task_workers[i]}
   what="$workload, $competitor"
-  [[ ${task_suite[i]} == timing ]] || what+=" (peak memory)"
+  case ${task_suite[i]} in
+    peak_rss) what+=" (peak memory)" ;;
+    mpi) what+=" ($mpi_ranks processes)" ;;
+  esac
   [[ $workers == "$main_workers" ]] || what+=" with $workers worker$( ((workers == 1)) || echo s)"
   printf '[%*d/%d] %-44s %s elapsed, about %s left\n' ${#tasks} $((i + 1)) "$tasks" "$what" \
     "$(clock $((SECONDS - started)))" "$(clock "$(estimate_left "$i")")"
@@ -230,14 +261,21 @@ for ((i = 0; i < tasks; i++)); do
   out=$results/$name.json
   log=$results/log/$name.txt
   args=(--benchmark_filter="${task_filter[i]}" --benchmark_out="$out" --benchmark_out_format=json)
-  if [[ ${task_suite[i]} == timing ]]; then
-    args+=(--benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true
-      --benchmark_display_aggregates_only=true)
-  else
-    args+=(--peak_rss)
-  fi
+  launch=()
+  case ${task_suite[i]} in
+    timing)
+      args+=(--benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true
+        --benchmark_display_aggregates_only=true) ;;
+    peak_rss) args+=(--peak_rss) ;;
+    mpi)
+      # No random interleaving: every rank must run the same benchmarks in
+      # the same order (its shuffle is seeded per process). The timeout
+      # ends a run that StarPU-MPI or another library left waiting forever.
+      args+=(--benchmark_repetitions="$reps" --benchmark_display_aggregates_only=true)
+      launch=(timeout --kill-after=30 1800 "${mpirun[@]}") ;;
+  esac
   task_started=$SECONDS
-  if WEFT_BENCH_WORKERS=$workers "$bin/weft_bench_$competitor" "${args[@]}" >"$log" 2>&1; then
+  if WEFT_BENCH_WORKERS=$workers "${launch[@]}" "$bin/${task_exe[i]}" "${args[@]}" >"$log" 2>&1; then
     took[${task_key[i]}]=$((SECONDS - task_started))
   else
     echo "bench.sh: $what failed; the end of $log:" >&2

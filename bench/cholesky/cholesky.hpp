@@ -239,7 +239,35 @@ void for_each_task(int nt, F&& f) {
   }
 }
 
-// The tile that task t writes, and the ones it reads (at most two).
+// Where a tile is: row i, column j of tiles, i >= j.
+struct tile_position {
+  int i;
+  int j;
+};
+
+// The tile that task t writes, and the ones it reads (at most two), by
+// position.
+struct footprint {
+  tile_position write;
+  tile_position read[2];
+  int reads;
+};
+
+inline footprint footprint_of(const task& t) noexcept {
+  switch (t.kind) {
+    case kernel::potrf:
+      return {{t.k, t.k}, {}, 0};
+    case kernel::trsm:
+      return {{t.i, t.k}, {{t.k, t.k}, {}}, 1};
+    case kernel::syrk:
+      return {{t.i, t.i}, {{t.i, t.k}, {}}, 1};
+    case kernel::gemm:
+      return {{t.i, t.j}, {{t.i, t.k}, {t.j, t.k}}, 2};
+  }
+  return {{t.k, t.k}, {}, 0};
+}
+
+// The same as tiles of m.
 struct accesses {
   tile* write;
   tile* read[2];
@@ -247,17 +275,10 @@ struct accesses {
 };
 
 inline accesses accesses_of(tiled_matrix& m, const task& t) {
-  switch (t.kind) {
-    case kernel::potrf:
-      return {&m.at(t.k, t.k), {nullptr, nullptr}, 0};
-    case kernel::trsm:
-      return {&m.at(t.i, t.k), {&m.at(t.k, t.k), nullptr}, 1};
-    case kernel::syrk:
-      return {&m.at(t.i, t.i), {&m.at(t.i, t.k), nullptr}, 1};
-    case kernel::gemm:
-      return {&m.at(t.i, t.j), {&m.at(t.i, t.k), &m.at(t.j, t.k)}, 2};
-  }
-  return {nullptr, {nullptr, nullptr}, 0};
+  const footprint f = footprint_of(t);
+  accesses a{&m.at(f.write.i, f.write.j), {nullptr, nullptr}, f.reads};
+  for (int r = 0; r < f.reads; ++r) a.read[r] = &m.at(f.read[r].i, f.read[r].j);
+  return a;
 }
 
 // Runs task t on m, on the calling thread.

@@ -21,17 +21,22 @@ std::vector<pending>& queue() {
 
 }  // namespace
 
-std::uint16_t workers_from_environment() {
-  const char* text = std::getenv("WEFT_BENCH_WORKERS");
-  if (text == nullptr || *text == '\0') return 2;
+long whole_number_from_environment(const char* name, long fallback, long largest) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
   const long n = std::strtol(text, &end, 10);
-  if (*end != '\0' || n < 1 || n > max_workers) {
-    std::fprintf(stderr, "WEFT_BENCH_WORKERS must be a whole number from 1 to %d, not '%s'\n",
-                 max_workers, text);
+  if (*end != '\0' || n < 1 || n > largest) {
+    std::fprintf(stderr, "%s must be a whole number from 1 to %ld, not '%s'\n", name, largest,
+                 text);
     std::exit(2);
   }
-  return static_cast<std::uint16_t>(n);
+  return n;
+}
+
+std::uint16_t workers_from_environment() {
+  return static_cast<std::uint16_t>(
+      whole_number_from_environment("WEFT_BENCH_WORKERS", 2, max_workers));
 }
 
 int on_startup(suite which, void (*add)()) {

@@ -22,9 +22,13 @@
 
 namespace bench {
 
+// Reads the environment variable `name`: a whole number from 1 to
+// `largest`, `fallback` when unset or empty. Any other value ends the
+// process with status 2 and a message.
+long whole_number_from_environment(const char* name, long fallback, long largest);
+
 // Reads WEFT_BENCH_WORKERS: a whole number from 1 to max_workers, 2 when
-// unset or empty. Any other value ends the process with status 2 and a
-// message.
+// unset or empty (whole_number_from_environment).
 inline constexpr int max_workers = 1024;
 std::uint16_t workers_from_environment();
 

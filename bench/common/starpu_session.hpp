@@ -27,8 +27,15 @@ namespace bench {
 
 class starpu_session {
  public:
+  // How StarPU starts and ends: starpu_init and starpu_shutdown, or
+  // StarPU-MPI's starpu_mpi_init_conf and starpu_mpi_shutdown.
+  using start_function = int (*)(starpu_conf*);
+  using stop_function = void (*)();
+
   // `scheduler`: a StarPU scheduling policy name ("lws", "eager", ...).
-  starpu_session(int cpus, const char* scheduler) {
+  starpu_session(int cpus, const char* scheduler, start_function start = starpu_init,
+                 stop_function stop = starpu_shutdown)
+      : stop_(stop) {
     prepare_environment();
     starpu_conf conf;
     starpu_conf_init(&conf);
@@ -42,11 +49,11 @@ class starpu_session {
     conf.calibrate = 0;
     conf.bus_calibrate = 0;
     conf.catch_signals = 0;
-    status_ = starpu_init(&conf);
+    status_ = start(&conf);
   }
 
   ~starpu_session() {
-    if (status_ == 0) starpu_shutdown();
+    if (status_ == 0) stop_();
   }
 
   starpu_session(const starpu_session&) = delete;
@@ -70,6 +77,7 @@ class starpu_session {
     setenv("STARPU_HOME", dir.c_str(), 1);
   }
 
+  stop_function stop_;
   int status_;
 };
 

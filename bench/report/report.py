@@ -71,11 +71,16 @@ EXTRA_ROWS = [("cpu_ns_per_task", "cpu/task", "cpu_ns"),
               ("shrink_median_ns", "shrink", "ns"),
               ("ns_per_spawn", "ns/spawn", "ns"),
               ("submit_ns", "submit", "ns"),
-              ("when_all_ns", "when_all", "ns")]
+              ("when_all_ns", "when_all", "ns"),
+              ("bytes_sent", "bytes sent", "bytes"),
+              ("messages_sent", "messages", "count")]
 # (competitor, variant) -> the column it is shown in: a peer of its own
 # rather than one more way of doing what its competitor does.
 OWN_COLUMNS = {("seq", "lapacke"): "lapacke"}  # cholesky: LAPACKE_dpotrf, OpenBLAS threads
 PEER_ORDER = ["tbb", "omp", "starpu", "seq", "lapacke"]
+# Workloads whose rows go right after another workload's in the table: the
+# distributed Cholesky (several processes) beside the single-process one.
+FOLLOWS = {"cholesky_mpi": "cholesky"}
 DEFAULT_WORKERS = 2  # what files written before the count was recorded ran with
 REGRESSION = 1.05    # --compare flags new/old above this
 
@@ -161,6 +166,11 @@ TARGETS = [
     # most 3x weft's own join.
     Target("fib/30", "join", 2.0, Ref("seq")),
     Target("fib/30", "task_group", 3.0, Ref("weft", "join")),
+    # Issue 14: Cholesky 4096 (16 x 16 tiles) on 2 processes x 1 worker
+    # with weft::mpi at most 1.15x the single-process flow on 2 workers, and
+    # at most StarPU-MPI's time on the same decomposition.
+    Target("cholesky_mpi/4096", "flow", 1.15, Ref("weft", "flow", row="cholesky/4096")),
+    Target("cholesky_mpi/4096", "flow", 1.0, Ref("starpu")),
 ]
 
 NOTES = """\
@@ -180,8 +190,13 @@ std::thread started, and joined, the floor). fib (ns/spawn): (time x workers
 - the sequential recursion's time in the same process) / the tasks spawned,
 2 x (fib(n + 1) - 1). batches/futures_100000 (submit) and (when_all): weft's
 mean time per iteration submitting the 100,000 jobs (counter submit_ns), and
-then in when_all(...).get() and the sum (when_all_ns). weft/<peer> below 1
-means weft used less."""
+then in when_all(...).get() and the sum (when_all_ns). cholesky_mpi: one
+factorisation by 2 processes (mpirun) of 1 worker each, tiles owned column
+by column in turn (owner = j % 2), the slowest process's time; its (bytes
+sent) and (messages) rows: what the processes sent one another per
+factorisation, counted in MPI_Send and friends, a library's control
+messages included (the decomposition needs 120 tiles: 60 MiB at 4096,
+15 MiB at 2048). weft/<peer> below 1 means weft used less."""
 
 # ---- reading -----------------------------------------------------------------
 
@@ -234,7 +249,19 @@ class Results:
         return row
 
     def ordered_keys(self):
-        return sorted(self.rows, key=lambda k: self.rows[k].first)
+        """In the order first seen, except FOLLOWS' workloads right after
+        the last row of the workload they follow."""
+        last = {}  # workload -> position of its last row
+        for key, row in self.rows.items():
+            workload = key.split("/")[0]
+            last[workload] = max(last.get(workload, row.first), row.first)
+
+        def position(key):
+            after = FOLLOWS.get(key.split("/")[0])
+            if after in last:
+                return last[after], 1, self.rows[key].first
+            return self.rows[key].first, 0, ()
+        return sorted(self.rows, key=position)
 
     def peers(self):
         known = [p for p in PEER_ORDER if p in self.columns]
@@ -326,12 +353,23 @@ def format_time(ns):
     return f"{readable(ns)} ns"
 
 
+BYTE_UNITS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+
+
+def format_bytes(n):
+    for scale, unit in BYTE_UNITS:
+        if abs(n) >= scale:
+            return f"{readable(n / scale)} {unit}"
+    return f"{n:.0f} B"
+
+
 def format_value(v, kind):
     if v is None or math.isnan(v):
         return "-"
     return {"ns": format_time, "cpu_ns": lambda x: format_time(x) + " cpu",
             "cpu_ms": lambda x: f"{x:.3f} ms cpu", "mib": lambda x: f"{readable(x)} MiB",
-            "cpu_ms_per_s": lambda x: f"{readable(x)} ms/s cpu"}[kind](v)
+            "cpu_ms_per_s": lambda x: f"{readable(x)} ms/s cpu", "bytes": format_bytes,
+            "count": lambda x: f"{x:,.0f}"}[kind](v)
 
 
 def format_ratio(r):
@@ -355,7 +393,10 @@ def verdicts(results, key, variant, weft):
             value = weft
         else:
             ref_row = results.rows.get(t.ref.row or key)
-            peer = median(ref_row.values(t.ref.column, t.ref.variant)) if ref_row else None
+            if ref_row is None:
+                out.append(("?", f"{t.text()}, {t.ref.row} not run"))
+                continue
+            peer = median(ref_row.values(t.ref.column, t.ref.variant))
             if not peer:
                 out.append(("?", f"{t.text()}, no {t.ref.text()} result"))
                 continue
@@ -366,8 +407,10 @@ def verdicts(results, key, variant, weft):
 
 def table(results):
     """The comparison table as a list of lines of cells, the header first;
-    the numbers of repetitions its cells took the median of (a set); and how
-    many targets are met, MISSED or "?" (a Counter)."""
+    the numbers of repetitions its cells took the median of (a set); how
+    many targets are met, MISSED, "?" or "not run" (a Counter); and the
+    targets not run (their weft variant has no result in their row, passed
+    or failed)."""
     peers = results.peers()
     cells = [["benchmark", "weft variant", "weft", *peers, *(f"weft/{p}" for p in peers),
               "target"]]
@@ -396,7 +439,10 @@ def table(results):
             targets = verdicts(results, key, variant, weft) if weft is not None else []
             tally.update(verdict for verdict, _ in targets)
             cells.append(line + ratios + ["; ".join(f"{v} ({text})" for v, text in targets)])
-    return cells, repetitions, tally
+    not_run = [t for t in TARGETS
+               if t.row not in results.rows or t.variant not in results.rows[t.row].weft_variants]
+    tally["not run"] = len(not_run)
+    return cells, repetitions, tally, not_run
 
 
 def format_table(cells):
@@ -444,7 +490,10 @@ def axis_unit(kind, largest):
             if largest >= scale:
                 return scale, unit + suffix
         return 1, "ns" + suffix
-    return 1, {"cpu_ms": "ms of CPU", "mib": "MiB", "cpu_ms_per_s": "ms of CPU per second"}[kind]
+    if kind == "bytes":
+        return next(((scale, unit) for scale, unit in BYTE_UNITS if largest >= scale), (1, "B"))
+    return 1, {"cpu_ms": "ms of CPU", "mib": "MiB", "cpu_ms_per_s": "ms of CPU per second",
+               "count": "messages"}[kind]
 
 
 def bars_of(results, key):
@@ -666,11 +715,14 @@ def main():
         return 2
     results = by_workers[workers]
 
-    cells, repetitions, tally = table(results)
+    cells, repetitions, tally, not_run = table(results)
     reps = "-".join(str(n) for n in sorted({min(repetitions or [0]), max(repetitions or [0])}))
     notes = (f"Each cell: median over {reps} repetitions, {workers} workers "
              f"(fib_peak_rss: one process each).\n{NOTES}\n\nTargets: {tally['met']} met, "
-             f"{tally['MISSED']} missed, {tally['?']} without a result to compare with.")
+             f"{tally['MISSED']} missed, {tally['?']} without a result to compare with, "
+             f"{tally['not run']} not run.")
+    if not_run:
+        notes += "\nNot run: " + "; ".join(f"{t.row} {t.variant} ({t.text()})" for t in not_run)
     print(format_table(cells))
     print(f"\n{notes}")
 

@@ -17,6 +17,7 @@ below straight from the JSON.
 import copy
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -253,6 +254,70 @@ class Report(unittest.TestCase):
             (f"{row} (submit)", "submit_all_when_all"), (f"{row} (submit)", "submit_when_all"),
             (f"{row} (when_all)", "submit_all_when_all"),
             (f"{row} (when_all)", "submit_when_all")])
+
+    def test_mpi_rows(self):
+        # Issue 14: the distributed Cholesky's rows (2 processes, 2 workers in
+        # all) right after the single-process ones, whichever file came
+        # first, with their bytes and messages; weft's variant against the
+        # single-process flow and against StarPU-MPI; and its targets "not
+        # run" without its results.
+        def doc(competitor, runs):
+            return {"context": {"competitor": competitor, "workers": "2"}, "benchmarks": runs}
+
+        def run(name, family, ms, **counters):
+            full = f"{name}/iterations:2/manual_time"
+            return {"name": full, "run_name": full, "run_type": "iteration",
+                    "family_index": family, "real_time": ms, "time_unit": "ms", **counters}
+
+        traffic = {"bytes_sent": 60 * 2**20 + 7680, "messages_sent": 240}
+        flow = doc("weft", [run("cholesky/4096/flow", 0, ms) for ms in (900, 1000, 1100)])
+        # Medians: 1149 ms, 1.149x the flow's 1000; 1148 ms for StarPU-MPI.
+        weft_mpi = doc("weft", [run("cholesky_mpi/4096/flow", 0, ms, **traffic)
+                                for ms in (1140, 1149, 1160)])
+        starpu_mpi = doc("starpu", [run("cholesky_mpi/4096/task_insert_lws", 0, ms, **traffic)
+                                    for ms in (1100, 1148, 1200)])
+        row = "cholesky_mpi/4096"
+        with tempfile.TemporaryDirectory() as out:
+            result = run_report(out, RECORDED + [weft_mpi, starpu_mpi, flow])
+            charts = os.listdir(out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("cholesky_mpi.png", charts)
+        table = tables(result.stdout)[0]
+        keys = list(table)
+        at = keys.index(("cholesky/4096", "flow"))
+        self.assertEqual(keys[at:at + 4], [
+            ("cholesky/4096", "flow"), (row, "flow"), (f"{row} (bytes sent)", "flow"),
+            (f"{row} (messages)", "flow")])
+        self.assertEqual((table[(row, "flow")]["weft"], table[(row, "flow")]["starpu"]),
+                         ("1.15 s", "1.15 s"))
+        self.assertEqual(table[(row, "flow")]["target"],
+                         "met (<= 1.15x cholesky/4096 weft[flow]); MISSED (<= 1x starpu)")
+        bytes_row = table[(f"{row} (bytes sent)", "flow")]
+        self.assertEqual((bytes_row["weft"], bytes_row["starpu"], bytes_row["weft/starpu"]),
+                         ("60.0 MiB", "60.0 MiB", "1.00x"))
+        self.assertEqual(table[(f"{row} (messages)", "flow")]["starpu"], "240")
+
+        # Without weft's MPI results: StarPU-MPI's row alone, both targets not run.
+        with tempfile.TemporaryDirectory() as out:
+            result = run_report(out, RECORDED + [starpu_mpi, flow])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        table = tables(result.stdout)[0]
+        self.assertEqual((table[(row, "-")]["weft"], table[(row, "-")]["starpu"]), ("-", "1.15 s"))
+        def not_run(stdout):
+            return int(re.search(r", (\d+) not run\.", stdout).group(1))
+
+        # RECORDED has no cholesky_mpi row either: as many targets not run.
+        self.assertEqual(not_run(result.stdout), not_run(self.result.stdout))
+        self.assertIn(f"; {row} flow (<= 1.15x cholesky/4096 weft[flow]); {row} flow "
+                      "(<= 1x starpu)\n", result.stdout)
+
+        # Without the single-process flow: that target cannot be judged.
+        with tempfile.TemporaryDirectory() as out:
+            result = run_report(out, RECORDED + [weft_mpi, starpu_mpi])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(tables(result.stdout)[0][(row, "flow")]["target"],
+                         "? (<= 1.15x cholesky/4096 weft[flow], cholesky/4096 not run); "
+                         "MISSED (<= 1x starpu)")
 
     def test_no_reference(self):
         docs = [doc for doc in RECORDED if doc["context"]["competitor"] != "tbb"]
