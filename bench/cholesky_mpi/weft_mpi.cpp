@@ -1,0 +1,49 @@
+// Distributed tiled Cholesky: weft::mpi::flow on every rank, each with a
+// pool of workers_per_rank() workers (1 with 2 ranks). Every rank registers
+// the lower tiles with their owners (cholesky_mpi::owner, the harness's
+// 2D block-cyclic grid) as (pointer, size) views of their doubles, emplaces
+// the whole program in order with the tiles each kernel reads and writes,
+// and waits with flow::wait (collective). The flow runs each task on the
+// owner of the tile it writes and sends the tiles it reads from elsewhere,
+// once per version. The flow is made per factorisation (its communicator is
+// duplicated and its tiles registered in the timed region, as StarPU-MPI's
+// handles are). BLAS on one thread.
+#include <memory>
+#include <weft/mpi.hpp>
+
+#include "cholesky/weft_tasks.hpp"
+#include "cholesky_mpi/cholesky_mpi.hpp"
+
+namespace {
+
+using bench::cholesky::tile;
+using bench::cholesky::tiled_matrix;
+
+void factorise(weft::pool& pool, tiled_matrix& m) {
+  const int b = m.b();
+  const int nt = m.nt();
+  const int ranks = bench::mpi::ranks();
+  const std::size_t bytes =
+      static_cast<std::size_t>(b) * static_cast<std::size_t>(b) * sizeof(double);
+  weft::mpi::flow f{pool, MPI_COMM_WORLD};
+  for (int i = 0; i < nt; ++i) {
+    for (int j = 0; j <= i; ++j) {
+      tile& t = m.at(i, j);
+      f.register_data(t, bench::cholesky_mpi::owner(i, j, ranks), t.data(), bytes);
+    }
+  }
+  bench::cholesky::emplace_tasks(f, m);
+  f.wait();
+}
+
+auto setup(int /*b*/) {
+  bench::cholesky::set_blas_threads(1);
+  auto pool =
+      std::make_unique<weft::pool>(weft::pool_options{.threads = bench::mpi::workers_per_rank()});
+  return [pool = std::move(pool)](tiled_matrix& m) { factorise(*pool, m); };
+}
+
+const int timing =
+    bench::on_startup(bench::suite::timing, [] { bench::cholesky_mpi::add("flow", setup); });
+
+}  // namespace
