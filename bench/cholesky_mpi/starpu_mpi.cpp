@@ -35,11 +35,15 @@
 // those of the harness (common/mpi.hpp), the same for every library.
 #include <starpu_mpi.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <stdexcept>
+#include <thread>
 
 #include "cholesky/starpu_tiles.hpp"
 #include "cholesky_mpi/cholesky_mpi.hpp"
+#include "cholesky_mpi/held_message.hpp"
 #include "common/starpu_session.hpp"
 
 namespace {
@@ -83,7 +87,74 @@ auto setup(int /*b*/) {
   return [session, status](tiled_matrix& m) { return status == 0 ? factorise(m) : status; };
 }
 
-const int timing = bench::on_startup(bench::suite::timing,
-                                     [] { bench::cholesky_mpi::add("task_insert_lws", setup); });
+// mpi_idle/held_200ms/task_insert_lws (held_message.hpp): the last rank writes a
+// variable after a sleep; rank 0 reads it into its own. The same two-task
+// program as weft's, through StarPU-MPI's task insertion.
+struct held_state {
+  double held = 0;
+  double out = 0;
+  std::chrono::milliseconds hold{};
+};
+
+void hold_cpu(void* buffers[], void* arg) {
+  const auto* h = static_cast<const held_state*>(arg);
+  std::this_thread::sleep_for(h->hold);
+  *reinterpret_cast<double*>(STARPU_VARIABLE_GET_PTR(buffers[0])) += 1;
+}
+void read_cpu(void* buffers[], void* /*arg*/) {
+  *reinterpret_cast<double*>(STARPU_VARIABLE_GET_PTR(buffers[1])) =
+      *reinterpret_cast<const double*>(STARPU_VARIABLE_GET_PTR(buffers[0]));
+}
+
+starpu_codelet make_held_codelet(starpu_cpu_func_t f, const char* name, int buffers) {
+  starpu_codelet cl;
+  starpu_codelet_init(&cl);
+  cl.cpu_funcs[0] = f;
+  cl.name = name;
+  cl.nbuffers = buffers;
+  cl.modes[0] = buffers == 1 ? STARPU_RW : STARPU_R;
+  if (buffers == 2) cl.modes[1] = STARPU_RW;
+  return cl;
+}
+starpu_codelet hold_cl = make_held_codelet(hold_cpu, "hold", 1);
+starpu_codelet read_cl = make_held_codelet(read_cpu, "read", 2);
+
+auto setup_held() {
+  setenv("STARPU_WORKERS_NOBIND", "1", 1);
+  setenv("STARPU_MPI_NOBIND", "1", 1);
+  setenv("STARPU_MPI_DRIVER_CALL_FREQUENCY", "0", 1);
+  auto session =
+      std::make_shared<bench::starpu_session>(bench::mpi::workers_per_rank(), "lws", start, stop);
+  auto state = std::make_shared<held_state>();
+  return [session, state](std::chrono::milliseconds hold) {
+    if (session->status() != 0) throw std::runtime_error("mpi_idle: StarPU-MPI did not start");
+    state->hold = hold;
+    const double before = state->held;
+    starpu_data_handle_t held = nullptr;
+    starpu_data_handle_t out = nullptr;
+    starpu_variable_data_register(&held, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&state->held),
+                                  sizeof(double));
+    starpu_variable_data_register(&out, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&state->out),
+                                  sizeof(double));
+    starpu_mpi_data_register(held, 1, bench::mpi::ranks() - 1);
+    starpu_mpi_data_register(out, 2, 0);
+    starpu_mpi_task_insert(MPI_COMM_WORLD, &hold_cl, STARPU_RW, held, STARPU_CL_ARGS_NFREE,
+                           state.get(), sizeof(held_state), 0);
+    starpu_mpi_task_insert(MPI_COMM_WORLD, &read_cl, STARPU_R, held, STARPU_RW, out, 0);
+    starpu_task_wait_for_all();
+    starpu_mpi_wait_for_all(MPI_COMM_WORLD);
+    starpu_data_unregister(held);
+    starpu_data_unregister(out);
+    if (bench::mpi::rank() == 0 && state->out != before + 1) {
+      throw std::runtime_error("mpi_idle: rank 0 read a wrong version");
+    }
+    state->held = before + 1;  // every rank's copy, for the next check
+  };
+}
+
+const int timing = bench::on_startup(bench::suite::timing, [] {
+  bench::cholesky_mpi::add("task_insert_lws", setup);
+  bench::held_message::add("task_insert_lws", setup_held);
+});
 
 }  // namespace

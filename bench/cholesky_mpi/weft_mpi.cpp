@@ -8,11 +8,15 @@
 // once per version. The flow is made per factorisation (its communicator is
 // duplicated and its tiles registered in the timed region, as StarPU-MPI's
 // handles are). BLAS on one thread.
+#include <chrono>
 #include <memory>
+#include <stdexcept>
+#include <thread>
 #include <weft/mpi.hpp>
 
 #include "cholesky/weft_tasks.hpp"
 #include "cholesky_mpi/cholesky_mpi.hpp"
+#include "cholesky_mpi/held_message.hpp"
 
 namespace {
 
@@ -43,7 +47,48 @@ auto setup(int /*b*/) {
   return [pool = std::move(pool)](tiled_matrix& m) { factorise(*pool, m); };
 }
 
-const int timing =
-    bench::on_startup(bench::suite::timing, [] { bench::cholesky_mpi::add("flow", setup); });
+// mpi_idle/held_200ms/flow: rank 0 waits for an object rank 1 writes after
+// a sleep. Needs two ranks; on one, both tasks are local.
+struct cell {
+  double v[4];
+};
+
+// The pool, the flow and its polling thread live for the whole benchmark
+// run, so that the CPU clocks read (live threads') cover them.
+struct held_program {
+  weft::pool pool{weft::pool_options{.threads = bench::mpi::workers_per_rank()}};
+  cell held{};
+  cell out{};
+  weft::mpi::flow f{pool, MPI_COMM_WORLD};
+  held_program() {
+    f.register_data(held, bench::mpi::ranks() - 1);
+    f.register_data(out, 0);
+  }
+  void run(std::chrono::milliseconds hold) {
+    f.emplace(
+        [hold](cell& h) {
+          std::this_thread::sleep_for(hold);
+          h.v[0] += 1;
+        },
+        weft::write(held));
+    f.emplace([](const cell& h, cell& o) { o.v[0] = h.v[0]; }, weft::read(held), weft::write(out));
+    f.wait();
+    if (bench::mpi::rank() == 0 && out.v[0] != held_count + 1) {
+      throw std::runtime_error("mpi_idle: rank 0 read a wrong version");
+    }
+    ++held_count;
+  }
+  double held_count = 0;
+};
+
+auto setup_held() {
+  auto program = std::make_shared<held_program>();
+  return [program](std::chrono::milliseconds hold) { program->run(hold); };
+}
+
+const int timing = bench::on_startup(bench::suite::timing, [] {
+  bench::cholesky_mpi::add("flow", setup);
+  bench::held_message::add("flow", setup_held);
+});
 
 }  // namespace

@@ -80,7 +80,7 @@ OWN_COLUMNS = {("seq", "lapacke"): "lapacke"}  # cholesky: LAPACKE_dpotrf, OpenB
 PEER_ORDER = ["tbb", "omp", "starpu", "seq", "lapacke"]
 # Workloads whose rows go right after another workload's in the table: the
 # distributed Cholesky (several processes) beside the single-process one.
-FOLLOWS = {"cholesky_mpi": "cholesky"}
+FOLLOWS = {"cholesky_mpi": "cholesky", "mpi_idle": "idle"}
 DEFAULT_WORKERS = 2  # what files written before the count was recorded ran with
 REGRESSION = 1.05    # --compare flags new/old above this
 
@@ -196,7 +196,10 @@ by column in turn (owner = j % 2), the slowest process's time; its (bytes
 sent) and (messages) rows: what the processes sent one another per
 factorisation, counted in MPI_Send and friends, a library's control
 messages included (the decomposition needs 120 tiles: 60 MiB at 4096,
-15 MiB at 2048). weft/<peer> below 1 means weft used less."""
+15 MiB at 2048). mpi_idle/held_200ms: CPU time of the whole process of
+rank 0 while it waits 200 ms for a message rank 1 holds back (weft::mpi's
+polling thread against StarPU-MPI's progress thread). weft/<peer> below 1
+means weft used less."""
 
 # ---- reading -----------------------------------------------------------------
 
