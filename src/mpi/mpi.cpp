@@ -641,7 +641,12 @@ void engine::complete(entry& e, const MPI_Status& st, const std::string& failure
     request_job* j = std::exchange(e.job, nullptr);
     j->status = st;
     if (!e.internal) j->failure = failure;
-    j->queue();
+    // Run here, not queued: the job only stores the status and sets the
+    // future's latch, which queues what waits for it (an arrival task, a
+    // continuation). Queuing it would cost a worker a turn first, and its
+    // wake-up when idle, on the path from a message to the task that needs
+    // it (deferred_job's own fallback when no queue can take a job).
+    request_job::run_job(j);
   }
   if (e.callback != nullptr) e.callback(e.context, st, failure);
   if (!failure.empty() && e.aborts != nullptr) {
