@@ -3,10 +3,10 @@
 // weft::mpi). Every rank runs the same sequential program of tasks; a task
 // runs on the rank that owns the object it writes, and the objects it reads
 // from other ranks arrive by non-blocking messages the flow infers. No
-// worker ever waits in MPI_Wait: a progress engine polls the pending
-// requests (MPI_Testsome) from short jobs on the pool and from the thread in
-// wait(). docs/mpi.md has the ownership model, the transfers, the progress
-// engine and its cost, and the error protocol.
+// worker ever waits in MPI_Wait: a progress engine's thread polls the
+// pending requests (MPI_Testsome), and sleeps while none is pending.
+// docs/mpi.md has the ownership model, the transfers, the progress engine
+// and its cost, and the error protocol.
 #pragma once
 
 #include <mpi.h>
@@ -81,17 +81,17 @@ class flow_state;
 
 /// Turns MPI requests into weft futures. Completion is found by polling
 /// (MPI_Testsome over every pending request, rate-limited by
-/// progress_options) from a short job on the pool, scheduled only while
-/// requests are pending; no thread blocks in MPI_Wait. MPI must be
+/// progress_options) from the engine's own thread, which sleeps while no
+/// request is pending; no thread blocks in MPI_Wait. MPI must be
 /// initialised with at least MPI_THREAD_SERIALIZED (every MPI call weft
 /// makes holds one lock), and MPI_THREAD_MULTIPLE if the program makes MPI
 /// calls of its own from several threads. Destroy it before the pool and
 /// before MPI_Finalize.
 class progress {
  public:
-  /// Polls on p's workers. Throws weft::usage_error if MPI is not
-  /// initialised or not at MPI_THREAD_SERIALIZED or above, or if p is in
-  /// sequential mode (no worker to poll on).
+  /// Completed requests release their futures' waiters onto p. Throws weft::usage_error if MPI is
+  /// not initialised or not at MPI_THREAD_SERIALIZED or above, or if p is in sequential mode (no
+  /// worker to run what completed requests release).
   explicit progress(pool& p, progress_options options = {});
   /// Cancels the requests still pending (their futures then hold
   /// weft::mpi::error) and stops polling.

@@ -52,8 +52,8 @@ void check_mpi_ready(const char* who) {
 void check_pool(pool& p, const char* who) {
   if (p.size() == 0) {
     throw usage_error(std::string(who) +
-                      ": the pool is in sequential mode, which has no worker to poll MPI on; give "
-                      "it at least one thread");
+                      ": the pool is in sequential mode, which has no worker to run what "
+                      "completed requests release; give it at least one thread");
   }
 }
 
