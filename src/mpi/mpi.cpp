@@ -262,7 +262,6 @@ class engine {
       complete(*e, st, text);
     }
     for (auto& e : failed) complete(*e, MPI_Status{}, failure);
-    if (!finished.empty() || !failed.empty()) wake_waiter();
     return finished.size() + failed.size();
   }
 
@@ -308,7 +307,6 @@ class engine {
       e->aborts = nullptr;
       complete(*e, MPI_Status{}, why);
     }
-    wake_waiter();
   }
 
   [[nodiscard]] std::size_t pending() const {
