@@ -244,27 +244,27 @@ pool::~pool() {
   print_unrethrown(name_, errors_);
 }
 
-pool::ticket pool::count_outside_spawn() {
+pool::ticket pool::count_outside_spawn(std::uint32_t n) {
   if (!sequential()) {
-    if (detail::lane* l = my_lane()) return count_against(l->cache);
+    if (detail::lane* l = my_lane()) return count_against(l->cache, n);
   }
-  return count_shared();
+  return count_shared(n);
 }
 
-pool::ticket pool::count_shared() { return count_against(external_cache_); }
+pool::ticket pool::count_shared(std::uint32_t n) { return count_against(external_cache_, n); }
 
-void pool::add_spawned(detail::job_cache& c, unsigned epoch) {
-  std::atomic<std::uint64_t>& n = c.spawned[epoch];
+void pool::add_spawned(detail::job_cache& c, unsigned epoch, std::uint32_t n) {
+  std::atomic<std::uint64_t>& spawned = c.spawned[epoch];
   // seq_cst: see check_open() and count_against().
   if (&c == &external_cache_) {
-    n.fetch_add(1, std::memory_order_seq_cst);
+    spawned.fetch_add(n, std::memory_order_seq_cst);
   } else {
     // A lane's thread is its only writer.
-    n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+    spawned.store(spawned.load(std::memory_order_relaxed) + n, std::memory_order_seq_cst);
   }
 }
 
-pool::ticket pool::count_against(detail::job_cache& c) {
+pool::ticket pool::count_against(detail::job_cache& c, std::uint32_t n) {
   unsigned inherited = 0;
   if (detail::running_scope::find(this, inherited)) {
     // A job of ours, run by a thread that is not our worker (a helping
@@ -274,14 +274,14 @@ pool::ticket pool::count_against(detail::job_cache& c) {
     // destructor's drain waits for it, and sees this count (seq_cst) before
     // its finish. Refusing here made pool_closed escape from a job that a
     // waiter ran during the destruction.
-    ticket t{&c, inherited, 1};
-    add_spawned(c, t.epoch);
+    ticket t{&c, inherited, n};
+    add_spawned(c, t.epoch, n);
     return t;
   }
   // seq_cst, as the re-reads below: ordered with the flip in drain_epochs().
   std::uint64_t seen = epoch_.load(std::memory_order_seq_cst);
-  ticket t{&c, static_cast<unsigned>(seen & 1), 1};
-  add_spawned(c, t.epoch);
+  ticket t{&c, static_cast<unsigned>(seen & 1), n};
+  add_spawned(c, t.epoch, n);
   check_open(t);
   // A wait() may have flipped the epoch between our read and our count, and
   // seen that parity drained without us: then a later wait() would not
@@ -296,11 +296,11 @@ pool::ticket pool::count_against(detail::job_cache& c) {
     if (now == seen) break;
     const auto parity = static_cast<unsigned>(now & 1);
     if (parity != t.epoch) {
-      add_spawned(c, parity);
-      // The count left behind is a submission of its own that ends here:
+      add_spawned(c, parity, n);
+      // The counts left behind are submissions of their own that end here:
       // finished for pool.wait(), and left for the destructor, which waits
       // until every cache's left count matches its spawned counts.
-      count_finished(c, t.epoch, 1);
+      count_finished(c, t.epoch, n);
       end_submission(t);
       t.epoch = parity;
     }
@@ -320,7 +320,7 @@ void pool::check_open(const ticket& t) {
   pool_closed refusal("weft: pool '" + name_ +
                       "' is being destroyed and takes no new jobs; submit before its "
                       "destruction begins, or from one of its own jobs");
-  count_finished(*t.cache, t.epoch, 1);
+  count_finished(*t.cache, t.epoch, t.submission);
   end_submission(t);
   throw refusal;
 }

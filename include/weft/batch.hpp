@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <ranges>
 #include <type_traits>
 #include <utility>
@@ -50,11 +52,38 @@ struct pool::batch_builder {
     jobs.push_back(Job::make(owner, tickets.back(), std::forward<F>(f)));
   }
 
-  // add() for every callable of the range, as it yields them.
+  // add() for every callable of the range, as it yields them; a range that
+  // knows its size is counted with one ticket for all its jobs (one epoch
+  // read and one count, where add() pays both per job).
   template <class Range>
   void add_all(Range&& callables) {
     using Ref = std::ranges::range_reference_t<Range>;
-    if constexpr (std::ranges::sized_range<Range>) reserve(std::ranges::size(callables));
+    if constexpr (std::ranges::sized_range<Range>) {
+      const auto size = static_cast<std::size_t>(std::ranges::size(callables));
+      if (size == 0) return;
+      if (size <= std::numeric_limits<std::uint32_t>::max()) {
+        jobs.reserve(size);
+        tickets.reserve(tickets.size() + 1);  // so that nothing throws once counted
+        tickets.push_back(owner.count_spawn(static_cast<std::uint32_t>(size)));
+        const ticket& t = tickets.back();
+        std::size_t made = 0;
+        try {
+          for (auto&& f : callables) {
+            jobs.push_back(Job::make(owner, t, std::forward<Ref>(f)));  // within capacity
+            ++made;
+          }
+        } catch (...) {
+          // Job::make counted its own job finished; the ones after it were
+          // counted and will never be made.
+          if (const std::size_t never = size - made - 1; never != 0) {
+            owner.count_finished(*t.cache, t.epoch, never);
+          }
+          throw;
+        }
+        return;
+      }
+      reserve(size);
+    }
     for (auto&& f : callables) add(std::forward<Ref>(f));
   }
 

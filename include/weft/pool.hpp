@@ -567,15 +567,16 @@ class pool {
   struct ticket {
     detail::job_cache* cache;  // counted against (heap jobs are allocated from it)
     std::uint32_t epoch;       // epoch parity
-    // Non-zero when the caller is not a worker of this pool: it must end the
-    // submission (end_submission) once it stops touching the pool.
+    // When the caller is not a worker of this pool, the number of jobs it
+    // counted: each is a submission it must end (end_submission) once it
+    // stops touching the pool. 0 for a worker.
     std::uint32_t submission;
   };
 
-  // Counts one job spawned by the calling thread. Throws pool_closed if the
-  // pool is closing and the caller is not one of its jobs (the submission is
-  // then already ended).
-  ticket count_spawn() {
+  // Counts n jobs (one, or a batch's) spawned by the calling thread, all in
+  // one epoch. Throws pool_closed if the pool is closing and the caller is
+  // not one of its jobs (the submissions are then already ended).
+  ticket count_spawn(std::uint32_t n = 1) {
     detail::worker* self = detail::tls.self;
     if (self != nullptr && on_own_worker()) {
       // Relaxed: the job that spawns is running and counted, so the pool is
@@ -583,19 +584,19 @@ class pool {
       // this) makes this store visible to quiescent() (docs/waiting.md). Own
       // jobs may spawn while the pool closes.
       const unsigned e = spawn_epoch();
-      std::atomic<std::uint64_t>& n = self->cache.spawned[e];
-      n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      std::atomic<std::uint64_t>& spawned = self->cache.spawned[e];
+      spawned.store(spawned.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
       return {&self->cache, e, 0};
     }
-    return count_outside_spawn();
+    return count_outside_spawn(n);
   }
   // count_spawn() for a thread that is not a worker of this pool.
-  ticket count_outside_spawn();
-  ticket count_shared();
-  // Counts a job of a thread that is not our worker against c (a lane's
+  ticket count_outside_spawn(std::uint32_t n);
+  ticket count_shared(std::uint32_t n = 1);
+  // Counts n jobs of a thread that is not our worker against c (a lane's
   // cache, or the shared one), in the right epoch.
-  ticket count_against(detail::job_cache& c);
-  void add_spawned(detail::job_cache& c, unsigned epoch);
+  ticket count_against(detail::job_cache& c, std::uint32_t n);
+  void add_spawned(detail::job_cache& c, unsigned epoch, std::uint32_t n);
   // The parity a job spawned now by the calling thread belongs to: its
   // running job's, if that is a job of this pool; else the current epoch's.
   [[nodiscard]] unsigned spawn_epoch() const noexcept {
@@ -609,14 +610,14 @@ class pool {
   }
   // The last touch of the pool by a submitting thread that is not a worker.
   void end_submission(const ticket& t) noexcept {
-    if (!t.submission) return;
+    if (t.submission == 0) return;
     std::atomic<std::uint64_t>& left = t.cache->left;
     if (t.cache == &external_cache_) {
       // Release pairs with the acquire load in submissions_ended().
-      left.fetch_add(1, std::memory_order_release);
+      left.fetch_add(t.submission, std::memory_order_release);
     } else {
       // A lane's thread is its only writer. Release: as above.
-      left.store(left.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+      left.store(left.load(std::memory_order_relaxed) + t.submission, std::memory_order_release);
     }
   }
   // Ends a submission when the scope that counted it is left, however.

@@ -279,6 +279,79 @@ TEST_P(continuation_test, batches_of_zero_one_and_many) {
   }
 }
 
+// A callable whose copy throws when it is the `bad`-th of its batch: a
+// batch copies its callables while building, so a batch holding one fails
+// part way, after some jobs were counted and built.
+struct copy_fails {
+  std::size_t index;
+  std::size_t bad;
+  std::atomic<int>* ran;
+  copy_fails(std::size_t i, std::size_t b, std::atomic<int>* r) : index(i), bad(b), ran(r) {}
+  copy_fails(const copy_fails& o) : index(o.index), bad(o.bad), ran(o.ran) {
+    if (index == bad) throw std::runtime_error("copy " + std::to_string(index));
+  }
+  copy_fails& operator=(const copy_fails&) = delete;
+  ~copy_fails() = default;
+  int operator()() const {
+    ran->fetch_add(1);
+    return static_cast<int>(index);
+  }
+};
+
+// Builds a batch of n whose callable at `bad` fails to copy, and submits it
+// with `submit`, which must throw; `sized` picks a vector (counted as a
+// whole) or a view that does not know its size (counted job by job). Jobs
+// that run count themselves in `ran`.
+template <class Submit>
+void submit_failing_batch(std::size_t n, std::size_t bad, bool sized, std::atomic<int>& ran,
+                          Submit submit) {
+  std::vector<copy_fails> callables;
+  callables.reserve(n);  // growing would copy
+  for (std::size_t i = 0; i < n; ++i) callables.emplace_back(i, bad, &ran);
+  if (sized) {
+    EXPECT_THROW(submit(callables), std::runtime_error);
+  } else {
+    auto unsized = callables | std::views::filter([](const copy_fails&) { return true; });
+    static_assert(!std::ranges::sized_range<decltype(unsized)>);
+    EXPECT_THROW(submit(unsized), std::runtime_error);
+  }
+}
+
+// All or nothing: a batch that fails while it is built runs none of its
+// jobs, and leaves the pool's counts balanced (wait() and the destructor
+// return), for batches counted as a whole and job by job, from outside and
+// from a job.
+TEST_P(continuation_test, a_batch_that_fails_part_way_runs_nothing_and_counts_nothing) {
+  weft::pool pool{options()};
+  const std::size_t n = 40;
+  std::atomic<int> ran{0};
+  for (bool sized : {true, false}) {
+    for (std::size_t bad : {std::size_t{0}, std::size_t{17}, n - 1}) {
+      submit_failing_batch(n, bad, sized, ran, [&](auto& range) { pool.spawn_all(range); });
+      submit_failing_batch(n, bad, sized, ran, [&](auto& range) { (void)pool.submit_all(range); });
+      pool.wait();  // would hang if a counted job were lost
+      pool.submit([&] {
+            submit_failing_batch(n, bad, sized, ran, [&](auto& range) { pool.spawn_all(range); });
+            submit_failing_batch(n, bad, sized, ran,
+                                 [&](auto& range) { (void)pool.submit_all(range); });
+          })
+          .get();
+      pool.wait();
+    }
+  }
+  EXPECT_EQ(ran.load(), 0) << "a failed batch ran a job";
+  // Still whole: a good batch runs, and wait() waits for all of it.
+  std::vector<copy_fails> good;
+  good.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) good.emplace_back(i, n, &ran);
+  pool.spawn_all(good);
+  pool.wait();
+  EXPECT_EQ(ran.load(), static_cast<int>(n));
+  const std::vector<int> values = weft::when_all(pool.submit_all(good)).get();
+  ASSERT_EQ(values.size(), n);
+  for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(values[i], static_cast<int>(i));
+}
+
 TEST_P(continuation_test, spawn_all_exceptions_reach_the_pools_error_path) {
   std::atomic<int> errors{0};
   std::atomic<int> ran{0};
