@@ -177,32 +177,36 @@ pool& collection_pool(const std::vector<future<T>>& fs, const char* what) {
   return *future_access::state(fs.front())->owner;
 }
 
-// when_all's job: queued by the last of its futures to finish.
+// when_all's job: walks its futures in index order, waiting on one at a
+// time, and is queued once the walk has passed the last (docs/
+// continuations.md, "when_all's walk").
 template <class T>
 struct all_job final : deferred_job<when_all_result_t<T>, all_job<T>> {
   all_job(pool& owner, const continuation_access::counted& c, std::vector<future<T>>&& fs)
-      : deferred_job<when_all_result_t<T>, all_job>(owner, c),
-        futures(std::move(fs)),
-        waiters(futures.size()),
-        // One more than the futures: the subscribing call holds it until it
-        // has subscribed to them all.
-        left(futures.size() + 1) {
-    for (std::size_t i = 0; i < waiters.size(); ++i) {
-      waiters[i].job = this;
-      waiters[i].index = i;
-      waiters[i].notify = &arrived;
-    }
+      : deferred_job<when_all_result_t<T>, all_job>(owner, c), futures(std::move(fs)) {
+    waiter.job = this;
+    waiter.notify = &arrived;
   }
 
   static void arrived(latch_waiter* w) noexcept {
-    static_cast<member_waiter<all_job>*>(w)->job->one_left(1);
+    auto* m = static_cast<member_waiter<all_job>*>(w);
+    m->job->walk_from(m->index + 1);
   }
 
-  void one_left(std::size_t n) noexcept {
-    // acq_rel: the release half publishes this future's result (set before
-    // its latch notified us, on this thread) to the last decrement, whose
-    // acquire half pairs with every earlier one; the last one queues the job.
-    if (left.fetch_sub(n, std::memory_order_acq_rel) == n) this->queue();
+  // Passes every future from `first` on that is ready; subscribes the
+  // waiter to the first one that is not, whose set() continues the walk
+  // (latch::set() reads the waiter's link before notifying it, so the
+  // notification may subscribe it again), or queues the job after the
+  // last. One thread walks at a time: when_all's caller, then whoever sets
+  // the future waited on; neither touches the job after its subscribe
+  // succeeds or after queue(). subscribe()'s acquire load (and CAS) pair
+  // with set()'s exchange, so the job sees every result the walk passed.
+  void walk_from(std::size_t first) noexcept {
+    for (std::size_t i = first; i < futures.size(); ++i) {
+      waiter.index = i;
+      if (future_access::state(futures[i])->done.subscribe(&waiter)) return;
+    }
+    this->queue();
   }
 
   void gather() {
@@ -237,8 +241,7 @@ struct all_job final : deferred_job<when_all_result_t<T>, all_job<T>> {
   }
 
   std::vector<future<T>> futures;
-  std::vector<member_waiter<all_job>> waiters;
-  std::atomic<std::size_t> left;
+  member_waiter<all_job> waiter;  // subscribed to at most one future at a time
 };
 
 // when_any's job: queued by the first of its futures to finish. Its state is
@@ -354,11 +357,7 @@ template <class T>
     throw;
   }
   future<when_all_result_t<T>> result = detail::future_access::make<when_all_result_t<T>>(j);
-  std::size_t already = 1;  // our own hold on the count
-  for (std::size_t i = 0; i < j->futures.size(); ++i) {
-    if (!detail::future_access::state(j->futures[i])->done.subscribe(&j->waiters[i])) ++already;
-  }
-  j->one_left(already);
+  j->walk_from(0);  // from here on the walk owns j; only result is ours
   return result;
 }
 

@@ -2,6 +2,7 @@
 // pool::submit_all, over 0, 1, 2, 4 and 8 workers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <ranges>
 #include <stdexcept>
 #include <string>
@@ -172,6 +174,34 @@ TEST_P(continuation_test, when_all_gathers_in_order) {
   std::vector<std::size_t> values = weft::when_all(std::move(futures)).get();
   ASSERT_EQ(values.size(), n);
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(values[i], i * 3) << i;
+}
+
+// when_all waits on one future at a time, in index order: futures that
+// finish forwards, backwards (the first waited on finishes last, and its
+// notification passes all the others) or shuffled all come back in order.
+// One worker, held until when_all has subscribed, runs them in the order
+// they were submitted.
+TEST_P(continuation_test, when_all_gathers_in_order_whatever_order_they_finish_in) {
+  const std::size_t n = weft::test::scaled(2'000, 200);
+  std::vector<std::size_t> forwards(n);
+  std::iota(forwards.begin(), forwards.end(), std::size_t{0});
+  std::vector<std::size_t> backwards(forwards.rbegin(), forwards.rend());
+  std::vector<std::size_t> shuffled = forwards;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937{42});
+  for (const std::vector<std::size_t>* order : {&forwards, &backwards, &shuffled}) {
+    weft::pool pool{{.threads = std::min<std::size_t>(GetParam(), 1)}};
+    std::atomic<bool> open{false};
+    pool.spawn([&open] {
+      while (!open.load()) std::this_thread::yield();
+    });
+    std::vector<weft::future<std::size_t>> futures(n);
+    for (const std::size_t i : *order) futures[i] = pool.submit([i] { return i * 7; });
+    weft::future<std::vector<std::size_t>> all = weft::when_all(std::move(futures));
+    open.store(true);
+    const std::vector<std::size_t> values = all.get();
+    ASSERT_EQ(values.size(), n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(values[i], i * 7) << i;
+  }
 }
 
 TEST_P(continuation_test, when_all_of_void_futures) {
