@@ -444,6 +444,7 @@ detail::job* pool::find_normal(detail::worker* self) {
     return j;
   }
   detail::job* j = self->deque.pop();
+  if (j != nullptr && self->deque.publish_all()) sleep_.new_work();
   if (j == nullptr) {
     // Going to look elsewhere is a good moment to hand our counts to a
     // waiter: a feeder's long jobs each come from elsewhere.
@@ -1025,7 +1026,7 @@ void task_group::fail(std::exception_ptr error) noexcept {
   if (!error_) error_ = std::move(error);
 }
 
-void task_group::finish() noexcept {
+void task_group::finish_shared() noexcept {
   std::uint64_t s = state_.load(std::memory_order_relaxed);
   std::uint64_t next = 0;
   do {
@@ -1047,17 +1048,28 @@ void task_group::finish() noexcept {
 
 void task_group::wait_idle() {
   auto done = [this] { return idle(); };
+  if (home_ != nullptr) {
+    if (detail::tls.self == home_ && pool_.help_from_own_deque(*home_, done)) return;
+    // The home's own finishes are plain stores that no waiter's bit can be
+    // paired with, so a thread that is not a worker polls, with backoff, in
+    // the rare case that it waits for a group a worker made.
+    pool_.wait_on(done, [&] {
+      detail::backoff backoff;
+      while (!done()) backoff.pause();
+    });
+    return;
+  }
   pool_.wait_on(done, [&] {
     detail::parker& self = detail::parker::current();
     waiter_ = &self;
     // Acquire: if the count is already zero we return at once, and must see
-    // the jobs' writes (pairs with the acq_rel CAS in finish()).
+    // the jobs' writes (pairs with the acq_rel CAS in finish_shared()).
     std::uint64_t s = state_.load(std::memory_order_acquire);
     do {
       if ((s & count_mask) == 0) return;
-      // Release pairs with the acq_rel CAS in finish(): the last job sees
+      // Release pairs with the acq_rel CAS in finish_shared(): the last job sees
       // waiter_ once it sees the bit. Acquire (on failure too) pairs with
-      // finish()'s release when the count reached zero meanwhile.
+      // finish_shared()'s release when the count reached zero meanwhile.
     } while (!state_.compare_exchange_weak(s, s | waiter_bit, std::memory_order_acq_rel,
                                            std::memory_order_acquire));
     // The bit is set: the last job will clear it and unpark us exactly once.

@@ -23,22 +23,34 @@ namespace weft {
 class task_group {
  public:
   /// An empty group whose jobs run on p.
-  explicit task_group(pool& p) noexcept : pool_(p) {}
+  explicit task_group(pool& p) noexcept : pool_(p), home_(home_worker(p)) {}
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;
   ~task_group();
 
   /// Runs f() on the group's pool as a job of this group; skipped if the
   /// group is cancelled before it starts. Throws as pool::spawn does.
+  ///
+  /// On the worker that made the group, the job goes to the private part of
+  /// that worker's deque, where other workers cannot take it, unless one of
+  /// them is idle; it is offered to them at the latest when that worker
+  /// takes its next job to run, in wait() or after the spawning job ends
+  /// (docs/deque.md, "Idle workers"). See docs/design.md, "A task_group on
+  /// its home worker", for what that means for a job that spawns and then
+  /// computes for long.
   template <class F>
   void spawn(F&& f) {
+    if (home_ != nullptr && detail::tls.self == home_) [[likely]] {
+      spawn_at_home(std::forward<F>(f));
+      return;
+    }
     // Relaxed: the count only has to be exact; what the job needs is
     // published by the queue push inside post().
     state_.fetch_add(one_job, std::memory_order_relaxed);
     try {
-      pool_.post<member_call<std::decay_t<F>>>(this, std::forward<F>(f));
+      pool_.post<member_call<std::decay_t<F>, false>>(this, std::forward<F>(f));
     } catch (...) {
-      finish();
+      finish_shared();
       throw;
     }
   }
@@ -59,14 +71,27 @@ class task_group {
   [[nodiscard]] pool& owner() const noexcept { return pool_; }
 
  private:
+  // The worker of p the calling thread is, if any: the group's home.
+  static detail::worker* home_worker(const pool& p) noexcept {
+    return detail::tls.owner == &p ? detail::tls.self : nullptr;
+  }
+
   // Runs after the job's callable was destroyed: counts the job off its
   // group, the group's last touch.
   struct finish_epilogue {
     task_group* group;
-    void operator()() const noexcept { group->finish(); }
+    bool at_home;  // spawned by the home worker (counted in home_spawned_)
+    void operator()() const noexcept {
+      if (at_home && detail::tls.self == group->home_) {
+        group->finish_at_home();
+      } else {
+        group->finish_shared();
+      }
+    }
   };
 
-  template <class F>
+  // AtHome: spawned by the home worker (counted in home_spawned_).
+  template <class F, bool AtHome>
   struct member_call {
     task_group* group;
     F fn;
@@ -79,7 +104,7 @@ class task_group {
     static constexpr bool cancellable = true;
     finish_epilogue cancel() noexcept {
       group->fail(detail::cancelled_error());
-      return {group};
+      return {group, AtHome};
     }
 
     finish_epilogue operator()() noexcept {
@@ -90,28 +115,78 @@ class task_group {
           group->fail(std::current_exception());
         }
       }
-      return {group};
+      return {group, AtHome};
     }
   };
 
+  // spawn() on the home worker: counted with plain stores in home_spawned_,
+  // queued in the private part of its deque.
+  template <class F>
+  void spawn_at_home(F&& f) {
+    // Relaxed, and only this thread writes it: see idle().
+    home_spawned_.store(home_spawned_.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+    try {
+      pool_.post_private<member_call<std::decay_t<F>, true>>(*home_, this, std::forward<F>(f));
+    } catch (...) {
+      finish_at_home();
+      throw;
+    }
+  }
+
   void fail(std::exception_ptr error) noexcept;
-  void finish() noexcept;
+  // A job of the group has finished: one counted in state_ (spawned by a
+  // thread other than the home, or run by one), or one the home spawned
+  // and ran itself.
+  void finish_shared() noexcept;
+  void finish_at_home() noexcept {
+    // Release pairs with the acquire load in idle(): see there. Only the
+    // home writes it.
+    home_finished_.store(home_finished_.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_release);
+  }
   [[nodiscard]] bool idle() const noexcept {
-    // Acquire pairs with the acq_rel decrement in finish(): the jobs' writes
-    // are visible to whoever saw the count reach zero.
-    return (state_.load(std::memory_order_acquire) & count_mask) == 0;
+    if (home_ == nullptr) {
+      // Acquire pairs with the acq_rel decrement in finish_shared(): the
+      // jobs' writes are visible to whoever saw the count reach zero.
+      return (state_.load(std::memory_order_acquire) & count_mask) == 0;
+    }
+    // With a home, no one counter is the number of jobs left: that is
+    // home_spawned_ - home_finished_ + state_'s count, where a job the home
+    // spawned and another thread ran is subtracted from state_. The three
+    // are read in this order, each acquire, so that every finish counted in
+    // what we read has its spawn counted too: the home's spawns precede its
+    // own finishes (program order, then the release store of
+    // home_finished_) and a thief's finish (the deque publishes the job,
+    // then state_'s release RMW); a nested spawn precedes the finish of the
+    // job that made it. What we compute is therefore at least the number of
+    // jobs unfinished when we read state_, and zero means there were none
+    // (docs/design.md, "A task_group on its home worker").
+    const std::uint64_t finished = home_finished_.load(std::memory_order_acquire);
+    const std::uint64_t shared = state_.load(std::memory_order_acquire) & count_mask;
+    const std::uint64_t spawned = home_spawned_.load(std::memory_order_acquire);
+    return (spawned - finished) * one_job + shared == 0;
   }
   void wait_idle();
 
-  // Bit 0: a thread is blocked in wait_idle() and waiter_ names its parker.
-  // The rest: jobs spawned and not finished, in units of one_job.
+  // Bit 0: a thread is blocked in wait_idle() and waiter_ names its parker
+  // (only in a group without a home). The rest: jobs spawned and not
+  // finished, in units of one_job, leaving out the jobs the home spawned,
+  // whose finish elsewhere it subtracts (so with a home it may wrap below
+  // zero, see idle()).
   static constexpr std::uint64_t waiter_bit = 1;
   static constexpr std::uint64_t one_job = 2;
   static constexpr std::uint64_t count_mask = ~waiter_bit;
 
   pool& pool_;
+  // The worker that made the group, when a worker of pool_ did: its spawns
+  // and the finish of those it runs itself are counted with plain stores in
+  // the two counters below, not with read-modify-writes of state_.
+  detail::worker* const home_;
   std::atomic<std::uint64_t> state_{0};
-  detail::parker* waiter_ = nullptr;  // written before waiter_bit is set, read by finish()
+  std::atomic<std::uint64_t> home_spawned_{0};   // written only by the home
+  std::atomic<std::uint64_t> home_finished_{0};  // written only by the home
+  detail::parker* waiter_ = nullptr;  // written before waiter_bit is set, read by finish_shared()
   std::atomic<bool> cancelled_{false};
   std::mutex error_mutex_;
   std::exception_ptr error_;  // guarded by error_mutex_

@@ -490,7 +490,9 @@ class pool {
   // injector, as push() chooses), a priority queue, or one worker's mailbox
   // (src/control.cpp).
   struct destination {
-    enum kind_t : std::uint8_t { any, high, low, mailbox } kind = any;
+    // private_part: the private part of the calling worker's deque (a task_group's spawn on
+    // the worker that made the group); anywhere else it is `any`.
+    enum kind_t : std::uint8_t { any, high, low, mailbox, private_part } kind = any;
     std::size_t worker = 0;  // for mailbox
   };
   static destination queue_of(priority p) noexcept {
@@ -752,6 +754,23 @@ class pool {
   void post(Args&&... args) {
     post_to<C>(destination{}, std::forward<Args>(args)...);
   }
+  // post() by `self`, the calling thread's worker of this pool, into the
+  // private part of its deque (docs/deque.md, "The private part"): no
+  // atomic read-modify-write, no seq_cst store and no wake-up unless the
+  // public part has run dry. For a task_group's spawns on the worker that
+  // made it, which that worker almost always runs itself.
+  template <class C, class... Args>
+  void post_private(detail::worker& self, Args&&... args);
+  // Stores C{args...} in j (allocated and counted for it) and makes it
+  // runnable; if that throws, j is discarded (freed, counted finished).
+  template <class C, class... Args>
+  void fill_posted(detail::heap_job* j, Args&&... args);
+  // Owner only: publishes the private items of self's deque if a worker is
+  // idle, which could take them (docs/deque.md, "Idle workers"); true if it
+  // did, and the caller must then call sleep_.new_work().
+  bool share_private(detail::worker& self) noexcept {
+    return self.deque.private_size() != 0 && sleep_.someone_idle() && self.deque.publish_all();
+  }
 
   // Queues j, built and counted by ticket t, at d. Without a bound
   // (pool_options::capacity), or for one of our workers, that is all;
@@ -927,6 +946,13 @@ class pool {
   void help_until(Done& done) {
     help_loop<false>(done, nullptr);
   }
+  // A worker's wait for jobs it pushed itself (a task_group on the worker
+  // that made it): runs what is on top of its own deque until done() holds,
+  // without the search of help_until(); false when it stopped first (the
+  // deque ran dry, the help depth is reached, or the pool is paused or has
+  // priority jobs), and the caller then waits the general way.
+  template <class Done>
+  bool help_from_own_deque(detail::worker& self, Done& done);
   // The loop of help_until; with Both, it also runs `also`'s jobs.
   template <bool Both, class Done>
   void help_loop(Done& done, pool* also);
@@ -1181,6 +1207,18 @@ void pool::post_to(destination d, Args&&... args) {
     throw;
   }
   j->epoch = t.epoch;
+  fill_posted<C>(j, std::forward<Args>(args)...);
+  try {
+    dispatch(j, d, t);
+  } catch (...) {
+    detail::destroy_callable<C>(j);
+    discard(j);
+    throw;
+  }
+}
+
+template <class C, class... Args>
+void pool::fill_posted(detail::heap_job* j, Args&&... args) {
   try {
     detail::construct_callable<C>(j, std::forward<Args>(args)...);
   } catch (...) {
@@ -1189,8 +1227,19 @@ void pool::post_to(destination d, Args&&... args) {
   }
   j->run = &run_posted<C>;
   if constexpr (C::cancellable) j->flags = detail::job_flags::cancellable;
+}
+
+template <class C, class... Args>
+void pool::post_private(detail::worker& self, Args&&... args) {
+  const unsigned e = spawn_epoch();
+  detail::heap_job* j = self.cache.allocate();  // throws before anything is counted
+  // Relaxed: as in count_spawn().
+  std::atomic<std::uint64_t>& spawned = self.cache.spawned[e];
+  spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  j->epoch = e;
+  fill_posted<C>(j, std::forward<Args>(args)...);
   try {
-    dispatch(j, d, t);
+    if (self.deque.push_private(j) || share_private(self)) sleep_.new_work();
   } catch (...) {
     detail::destroy_callable<C>(j);
     discard(j);
@@ -1363,6 +1412,27 @@ void pool::help_loop(Done& done, pool* also) {
     if (self != nullptr && flush_requested() && hand_over_counts(*self)) wake_idle_waiters();
     backoff.pause();
   }
+}
+
+template <class Done>
+bool pool::help_from_own_deque(detail::worker& self, Done& done) {
+  detail::context& ctx = detail::tls;
+  while (!done()) {
+    // Relaxed: see find_work(); a pause or a priority job sends us to the
+    // general loop, which looks at them.
+    if (ctx.depth >= detail::max_help_depth || attention_.load(std::memory_order_relaxed) != 0) {
+      return false;
+    }
+    detail::job* j = self.deque.pop();
+    if (j == nullptr) return false;
+    if (self.deque.publish_all()) sleep_.new_work();
+    detail::worker::bump(self.counts.jobs);
+    ++ctx.depth;
+    execute(j);
+    --ctx.depth;
+    flush_now_and_then(self);
+  }
+  return true;
 }
 
 template <class Done, class Block>

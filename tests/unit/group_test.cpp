@@ -3,6 +3,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <random>
 #include <stdexcept>
 #include <thread>
 #include <weft/weft.hpp>
@@ -131,6 +135,168 @@ TEST_P(group_test, waiting_thread_is_woken_by_the_last_job) {
     });
     g.wait();
     ASSERT_EQ(n.load(), 1);
+  }
+}
+
+// Two jobs meet when both run at once: meet() returns true once another
+// job has called it too, or false after `limit`.
+class meeting_point {
+ public:
+  bool meet(std::chrono::seconds limit) {
+    std::unique_lock lock{mutex_};
+    if (waiting_) {
+      waiting_ = false;
+      ++meetings_;
+      met_.notify_all();
+      return true;
+    }
+    waiting_ = true;
+    const long before = meetings_;
+    if (met_.wait_for(lock, limit, [&] { return meetings_ != before; })) return true;
+    waiting_ = false;
+    return false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable met_;
+  bool waiting_ = false;
+  long meetings_ = 0;
+};
+
+TEST_P(group_test, a_fan_out_from_a_worker_reaches_the_other_workers) {
+  // A job spawns many jobs into a group and waits: the spawns go to the
+  // private part of its worker's deque, and the other workers must still
+  // get them (docs/deque.md, "Idle workers"). Every job waits until another
+  // job runs beside it, which on 2 workers only happens if the other worker
+  // takes a share; with the jobs kept private it would wait in vain.
+  if (GetParam() < 2) GTEST_SKIP() << "needs two jobs running at once";
+  weft::pool pool{options()};
+  const std::size_t rounds = weft::test::scaled(50, 5);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    meeting_point point;
+    std::atomic<int> alone{0};
+    std::atomic<int> ran{0};
+    pool.submit([&] {
+          weft::task_group g{pool};
+          for (int i = 0; i < 16; ++i) {
+            g.spawn([&] {
+              // After one lonely job, the rest need not wait their 10 s.
+              if (alone.load() == 0 && !point.meet(std::chrono::seconds{10})) alone.fetch_add(1);
+              ran.fetch_add(1);
+            });
+          }
+          g.wait();
+        })
+        .get();
+    ASSERT_EQ(ran.load(), 16);
+    ASSERT_EQ(alone.load(), 0) << "round " << r << ": a job found no other running beside it";
+  }
+}
+
+TEST(group_home, jobs_spawned_while_workers_are_idle_are_theirs_at_once) {
+  // Seed 000's pattern of forking two pieces and computing a third: a job
+  // spawns two jobs into a group, and before its wait() it needs both to
+  // be running. With idle workers about, the spawns must be public at once,
+  // not kept in the private part until the wait (docs/deque.md, "Idle
+  // workers"). The spawner first gives the other workers time to go idle
+  // (searching or asleep): a worker still between two jobs does not count
+  // as idle, and a spawn then stays private.
+  weft::pool pool{{.threads = 3}};
+  const std::size_t rounds = weft::test::scaled(50, 5);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    std::atomic<int> started{0};
+    std::atomic<bool> release{false};
+    const bool both = pool.submit([&] {
+                            std::this_thread::sleep_for(20ms);
+                            weft::task_group g{pool};
+                            for (int i = 0; i < 2; ++i) {
+                              g.spawn([&] {
+                                started.fetch_add(1);
+                                while (!release.load()) std::this_thread::yield();
+                              });
+                            }
+                            const auto limit =
+                                std::chrono::steady_clock::now() + std::chrono::seconds{10};
+                            while (started.load() < 2 && std::chrono::steady_clock::now() < limit) {
+                              std::this_thread::yield();
+                            }
+                            const bool ok = started.load() == 2;
+                            release.store(true);
+                            g.wait();
+                            return ok;
+                          })
+                          .get();
+    ASSERT_TRUE(both) << "round " << r << ": a spawned job waited for the spawner's wait()";
+  }
+}
+
+TEST_P(group_test, a_group_made_on_a_worker_can_be_waited_for_from_outside) {
+  // The group's home is the worker that made it; the main thread waits for
+  // it and destroys it, while its jobs (and the jobs they spawn into it from
+  // whichever thread runs them) finish at random moments.
+  weft::pool pool{options()};
+  const std::size_t rounds = weft::test::scaled(200, 20);
+  std::mt19937 random{7};
+  for (std::size_t r = 0; r < rounds; ++r) {
+    std::optional<weft::task_group> g;
+    std::atomic<int> ran{0};
+    const auto pause = std::chrono::microseconds{random() % 200};
+    pool.submit([&] {
+          g.emplace(pool);
+          for (int i = 0; i < 8; ++i) {
+            g->spawn([&, i] {
+              if (i % 3 == 0) std::this_thread::sleep_for(pause);
+              g->spawn([&] { ran.fetch_add(1); });
+              ran.fetch_add(1);
+            });
+          }
+          if (r % 2 == 0) g->spawn([] { throw std::runtime_error("from the home"); });
+        })
+        .get();
+    if (r % 2 == 0) {
+      // The exception cancels the jobs that had not started yet.
+      EXPECT_THROW(g->wait(), std::runtime_error);
+      ASSERT_LE(ran.load(), 16) << "round " << r;
+    } else {
+      g->wait();
+      ASSERT_EQ(ran.load(), 16) << "round " << r;
+    }
+    g.reset();
+  }
+}
+
+TEST_P(group_test, the_home_waits_for_jobs_other_threads_spawn_into_its_group) {
+  // Spawns from the home (counted with plain stores) and from other threads
+  // (counted in the shared word) mix in one group; the home's wait() must
+  // see all of them, nested ones included, whichever thread finishes last.
+  weft::pool pool{options()};
+  const std::size_t rounds = weft::test::scaled(300, 30);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    std::atomic<int> ran{0};
+    std::thread outsider;
+    pool.submit([&] {
+          weft::task_group g{pool};
+          std::atomic<bool> outsider_done{false};
+          outsider = std::thread([&] {
+            for (int i = 0; i < 4; ++i) g.spawn([&] { ran.fetch_add(1); });
+            outsider_done.store(true);
+          });
+          for (int i = 0; i < 4; ++i) {
+            g.spawn([&] {
+              weft::task_group inner{pool};
+              inner.spawn([&] { g.spawn([&] { ran.fetch_add(1); }); });
+              inner.wait();
+              ran.fetch_add(1);
+            });
+          }
+          // The outsider's spawns count only once it has made them.
+          while (!outsider_done.load()) std::this_thread::yield();
+          g.wait();
+          EXPECT_EQ(ran.load(), 12) << "round " << r;
+        })
+        .get();
+    outsider.join();
   }
 }
 

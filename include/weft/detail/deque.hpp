@@ -104,7 +104,7 @@ class work_deque {
     // Acquire: as in room_for().
     const std::int64_t t = top_.load(std::memory_order_acquire);
     if (b - t + 1 > buf->capacity()) [[unlikely]] {
-      buf = room_for(b, 1);
+      buf = room_for_out_of_line(b);
     }
     // Relaxed: private; a later store of split_ publishes it.
     buf->at(b).store(item, std::memory_order_relaxed);
@@ -121,6 +121,18 @@ class work_deque {
   T pop() noexcept {
     if (private_ > 0) return pop_private();
     return pop_public();
+  }
+
+  // Owner only: makes every private item public; false if there was none. The caller must then
+  // call the pool's new_work(), as after push(). The pool calls it when a worker is idle while
+  // this deque holds private items that a thief could run (docs/deque.md, "Idle workers").
+  bool publish_all() noexcept {
+    if (private_ == 0) return false;
+    // Relaxed: the owner is the only writer of split_.
+    const std::int64_t b = split_.load(std::memory_order_relaxed) + private_;
+    private_ = 0;
+    publish(b);
+    return true;
   }
 
   // Owner only. pop() for a caller that expects a private item on top (a join taking its half
@@ -213,6 +225,10 @@ class work_deque {
       }
     return buf;
   }
+
+  // Owner only: room_for(b, 1) as a call, which keeps the growth out of the private push's fast
+  // path (and the registers it needs out of the caller's).
+  [[gnu::noinline]] buffer* room_for_out_of_line(std::int64_t b) { return room_for(b, 1); }
 
   // Owner only: the newest private item (private_ > 0). Thieves take only indices below split_,
   // which only this thread writes.

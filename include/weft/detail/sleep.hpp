@@ -85,6 +85,15 @@ class sleep_controller {
   // new_work().
   void wake_sleepers() noexcept;
 
+  // Any thread; a hint: whether some worker is searching for work or asleep,
+  // so that a job made visible now would be taken soon. Relaxed: the owner
+  // of private work only chooses by it whether to publish it (docs/deque.md,
+  // "Idle workers"); a stale answer costs a publication or delays one.
+  [[nodiscard]] bool someone_idle() const noexcept {
+    const std::uint64_t s = state_.load(std::memory_order_relaxed);
+    return searchers(s) != 0 || sleepers(s) != 0;
+  }
+
   // Any thread; a hint: whether a worker has been woken and has not run
   // yet. Relaxed: an outside waiter only chooses how to wait by it.
   [[nodiscard]] bool waking() const noexcept {
