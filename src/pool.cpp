@@ -443,8 +443,7 @@ detail::job* pool::find_normal(detail::worker* self) {
     }
     return j;
   }
-  detail::job* j = self->deque.pop();
-  if (j != nullptr && self->deque.publish_all()) sleep_.new_work();
+  detail::job* j = take_own(*self);
   if (j == nullptr) {
     // Going to look elsewhere is a good moment to hand our counts to a
     // waiter: a feeder's long jobs each come from elsewhere.

@@ -490,9 +490,7 @@ class pool {
   // injector, as push() chooses), a priority queue, or one worker's mailbox
   // (src/control.cpp).
   struct destination {
-    // private_part: the private part of the calling worker's deque (a task_group's spawn on
-    // the worker that made the group); anywhere else it is `any`.
-    enum kind_t : std::uint8_t { any, high, low, mailbox, private_part } kind = any;
+    enum kind_t : std::uint8_t { any, high, low, mailbox } kind = any;
     std::size_t worker = 0;  // for mailbox
   };
   static destination queue_of(priority p) noexcept {
@@ -770,6 +768,14 @@ class pool {
   // did, and the caller must then call sleep_.new_work().
   bool share_private(detail::worker& self) noexcept {
     return self.deque.private_size() != 0 && sleep_.someone_idle() && self.deque.publish_all();
+  }
+  // Owner only: the job on top of self's deque, for self to run now; the
+  // private items left below it are published first (docs/deque.md, "Idle
+  // workers"), so that they wait for no longer than the job that pushed them.
+  detail::job* take_own(detail::worker& self) noexcept {
+    detail::job* j = self.deque.pop();
+    if (j != nullptr && self.deque.publish_all()) sleep_.new_work();
+    return j;
   }
 
   // Queues j, built and counted by ticket t, at d. Without a bound
@@ -1423,9 +1429,8 @@ bool pool::help_from_own_deque(detail::worker& self, Done& done) {
     if (ctx.depth >= detail::max_help_depth || attention_.load(std::memory_order_relaxed) != 0) {
       return false;
     }
-    detail::job* j = self.deque.pop();
+    detail::job* j = take_own(self);
     if (j == nullptr) return false;
-    if (self.deque.publish_all()) sleep_.new_work();
     detail::worker::bump(self.counts.jobs);
     ++ctx.depth;
     execute(j);
