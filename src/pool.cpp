@@ -1008,12 +1008,12 @@ pool& default_pool() {
 // ---------------------------------------------------------------------------
 // task_group
 
-task_group::~task_group() {
+void task_group::finish_before_destruction() noexcept {
   wait_idle();
   // No error without a cancel: fail() sets cancelled_ before it stores the
   // error, and wait_idle() saw every job's finish (acquire), so a relaxed
   // load that reads false proves error_ is empty and spares a fork-join
-  // node's group the mutex.
+  // node's group the mutex (wait() relies on the same).
   if (!cancelled_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock{error_mutex_};
   if (error_) pool_.report_error(std::move(error_));
@@ -1078,10 +1078,7 @@ void task_group::wait_idle() {
   });
 }
 
-void task_group::wait() {
-  wait_idle();
-  // As in the destructor: not cancelled means no error to take.
-  if (!cancelled_.load(std::memory_order_relaxed)) return;
+void task_group::take_error() {
   std::exception_ptr error;
   {
     std::lock_guard lock{error_mutex_};

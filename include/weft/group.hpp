@@ -26,7 +26,11 @@ class task_group {
   explicit task_group(pool& p) noexcept : pool_(p), home_(home_worker(p)) {}
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;
-  ~task_group();
+  ~task_group() {
+    // A group is usually idle here (its owner called wait()): that check is
+    // inline, and the rest a call.
+    if (!idle() || cancelled_.load(std::memory_order_relaxed)) finish_before_destruction();
+  }
 
   /// Runs f() on the group's pool as a job of this group; skipped if the
   /// group is cancelled before it starts. Throws as pool::spawn does.
@@ -58,7 +62,11 @@ class task_group {
 
   /// Waits for every job spawned so far; on a worker it runs other jobs
   /// meanwhile. Rethrows the first exception a job threw.
-  void wait();
+  void wait() {
+    wait_idle();
+    // Not cancelled means no error to take (see finish_before_destruction()).
+    if (cancelled_.load(std::memory_order_relaxed)) take_error();
+  }
 
   /// Jobs of this group that have not started will not run. Running ones
   /// finish (they can poll is_cancelled()).
@@ -169,6 +177,11 @@ class task_group {
     return (spawned - finished) * one_job + shared == 0;
   }
   void wait_idle();
+  // wait() after a cancel: makes the group fresh, and rethrows the first
+  // exception a job threw, if any.
+  void take_error();
+  // The destructor's wait, and its hand-over of an uncollected exception.
+  void finish_before_destruction() noexcept;
 
   // Bit 0: a thread is blocked in wait_idle() and waiter_ names its parker
   // (only in a group without a home). The rest: jobs spawned and not
