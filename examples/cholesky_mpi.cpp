@@ -12,10 +12,10 @@
 #include <mpi.h>
 
 #include <cstdio>
-#include <exception>
 #include <weft/mpi.hpp>
 
 #include "blas/tiled_cholesky.hpp"
+#include "mpi_main.hpp"
 
 namespace {
 
@@ -79,17 +79,4 @@ int run() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  int status = 1;
-  try {
-    status = run();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cholesky_mpi: %s\n", e.what());
-  }
-  int worst = status;
-  MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}
+int main(int argc, char** argv) { return example::mpi_main(argc, argv, "cholesky_mpi", run); }

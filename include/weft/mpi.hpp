@@ -142,7 +142,11 @@ struct flow_stats {
 /// reads. Before it runs, every object it reads from another rank is sent to
 /// its rank, once per version: received copies stay cached in that rank's
 /// instance of the object until the owner writes the object again. Tasks
-/// declare weft::read(x) and weft::write(x) only.
+/// declare objects with any mode of the single-rank flow (read, write,
+/// commute, concurrent, reduce): every mode but read counts as a write of
+/// x, places the task on x's owner and keeps its meaning there (a commute
+/// or reduce run is a run of the owner's local flow); after() does not
+/// cross ranks.
 ///
 /// Objects are sent as bytes: a trivially copyable object (register_data(x,
 /// owner)), or a (pointer, size) view of its storage (register_data(x,
@@ -212,10 +216,12 @@ class flow {
   [[nodiscard]] flow_stats statistics() const;
 
  private:
-  // One declared access, as the planner sees it.
+  // One declared access, as the planner sees it: every mode but read
+  // changes the object, and places the task on its owner.
   struct access_ref {
     const void* object;
-    bool write;
+    access_mode mode;
+    [[nodiscard]] bool writes() const noexcept { return mode != access_mode::read; }
   };
 
   void add_object(const void* x, int owner, void* data, std::size_t size);
@@ -249,27 +255,32 @@ struct task_guard {
   ~task_guard() { task_done(s); }
 };
 
+// Every declaration of an object crosses ranks; after() does not (a future
+// or task handle is one rank's).
 template <class A>
 struct is_mpi_access : std::false_type {};
-template <class T>
-struct is_mpi_access<access<T, access_mode::read>> : std::true_type {};
-template <class T>
-struct is_mpi_access<access<T, access_mode::write>> : std::true_type {};
+template <class T, access_mode M>
+struct is_mpi_access<access<T, M>> : std::true_type {};
+template <class T, class Op>
+struct is_mpi_access<reduce_access<T, Op>> : std::true_type {};
 
 }  // namespace detail
 
 template <class F, class... A>
 void flow::emplace(F&& f, A&&... accesses) {
-  static_assert(sizeof...(A) > 0,
-                "weft::mpi::flow::emplace(f, accesses...): declare at least one weft::read(x) or "
-                "weft::write(x); the rank a task runs on is the owner of what it writes");
+  static_assert(
+      sizeof...(A) > 0,
+      "weft::mpi::flow::emplace(f, accesses...): declare at least one object (weft::read, "
+      "write, commute, concurrent or reduce); the rank a task runs on is the owner of what "
+      "it writes");
   static_assert((detail::is_mpi_access<std::decay_t<A>>::value && ...),
-                "weft::mpi::flow::emplace: only weft::read(x) and weft::write(x) cross ranks");
+                "weft::mpi::flow::emplace: declare objects only (weft::read, write, commute, "
+                "concurrent, reduce); weft::after(future or task) names one rank's future or task "
+                "and does not cross ranks");
   static_assert(std::is_invocable_v<std::decay_t<F>&, typename std::decay_t<A>::object_type&...>,
                 "weft::mpi::flow::emplace(f, accesses...): f must be callable with the declared "
-                "objects in order: const T& for read(x), T& for write(x)");
-  const access_ref refs[] = {
-      access_ref{accesses.object, std::decay_t<A>::mode == access_mode::write}...};
+                "objects in order: const T& for read(x), T& for the other modes");
+  const access_ref refs[] = {access_ref{accesses.object, std::decay_t<A>::mode}...};
   if (!plan(refs, sizeof...(A))) return;
   task_started();
   detail::flow_state* s = state();

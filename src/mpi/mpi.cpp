@@ -872,7 +872,7 @@ bool flow::plan(const access_ref* accesses, std::size_t count) {
   int exec = -1;
   for (std::size_t k = 0; k < count; ++k) {
     idx[k] = index_of(*s, accesses[k].object);
-    if (!accesses[k].write) continue;
+    if (!accesses[k].writes()) continue;
     const int owner = s->objects[idx[k]].owner;
     if (exec < 0) {
       exec = owner;
@@ -886,18 +886,18 @@ bool flow::plan(const access_ref* accesses, std::size_t count) {
   if (exec < 0) exec = s->objects[idx[0]].owner;
   std::uint64_t h = detail::mix(detail::mix(s->hash, 1), static_cast<std::uint64_t>(exec));
   for (std::size_t k = 0; k < count; ++k)
-    h = detail::mix(h, idx[k] * 2 + (accesses[k].write ? 1 : 0));
+    h = detail::mix(h, idx[k] * 8 + static_cast<std::uint64_t>(accesses[k].mode));
   s->hash = h;
   s->emplaced_since_wait = true;
   for (std::size_t k = 0; k < count; ++k) {
     detail::object_record& o = s->objects[idx[k]];
-    if (!accesses[k].write && o.owner != exec &&
+    if (!accesses[k].writes() && o.owner != exec &&
         o.have[static_cast<std::size_t>(exec)] != o.version) {
       transfer(idx[k], exec);
     }
   }
   for (std::size_t k = 0; k < count; ++k) {
-    if (!accesses[k].write) continue;
+    if (!accesses[k].writes()) continue;
     detail::object_record& o = s->objects[idx[k]];
     // Once per object, even if declared twice.
     if (o.have[static_cast<std::size_t>(o.owner)] == o.version + 1) continue;

@@ -90,7 +90,8 @@ TEST(MpiProgress, DestroyingCancelsPendingReceives) {
 }
 
 // A random program over objects spread block-cyclically: each task reads a
-// few objects and writes one (or only reads, and checks what it sees). On
+// few objects and writes one (or only reads, and checks what it sees); the
+// writes use every mode of the flow (write, commute, concurrent, reduce). On
 // every rank the producer also runs the program sequentially as it emplaces
 // it, so each task knows the values it must see; the final values are
 // gathered on rank 0 and compared with the sequential run.
@@ -127,7 +128,12 @@ void run_random_program(std::uint64_t seed, int objects, int tasks, std::size_t 
       const cell ea = reference[a];
       const cell eb = reference[b];
       const auto id = static_cast<std::uint64_t>(t);
-      switch (rng() % 5) {
+      // The modes whose tasks may run in any order (commute, concurrent,
+      // reduce) add, which any order gives the same result; they read an
+      // object other than the one they change.
+      const std::size_t other = a == w ? (a + 1) % static_cast<std::size_t>(objects) : a;
+      const cell eo = reference[other];
+      switch (rng() % 8) {
         case 0: {  // reads only: checks the versions it sees
           f.emplace(
               [&wrong, ea, eb](const cell& x, const cell& y) {
@@ -159,6 +165,41 @@ void run_random_program(std::uint64_t seed, int objects, int tasks, std::size_t 
         }
         case 3: {  // gather mid-program: the cache must stay right afterwards
           f.gather(data[a], static_cast<int>(id % static_cast<std::uint64_t>(n)));
+          break;
+        }
+        case 5: {  // commute: one at a time, in any order
+          f.emplace(
+              [&wrong, eo, id](const cell& x, cell& out) {
+                if (x.v != eo.v) wrong.fetch_add(1);
+                for (std::size_t k = 0; k < 4; ++k) out.v[k] += x.v[k] + id;
+              },
+              weft::read(data[other]), weft::commute(data[w]));
+          for (std::size_t k = 0; k < 4; ++k) reference[w].v[k] += eo.v[k] + id;
+          break;
+        }
+        case 6: {  // concurrent: at the same time, synchronising themselves
+          f.emplace(
+              [&wrong, eo, id](const cell& x, cell& out) {
+                if (x.v != eo.v) wrong.fetch_add(1);
+                for (std::size_t k = 0; k < 4; ++k) {
+                  std::atomic_ref<std::uint64_t>{out.v[k]}.fetch_add(x.v[k] ^ id);
+                }
+              },
+              weft::read(data[other]), weft::concurrent(data[w]));
+          for (std::size_t k = 0; k < 4; ++k) reference[w].v[k] += eo.v[k] ^ id;
+          break;
+        }
+        case 7: {  // reduce: private copies folded into the owner's instance
+          f.emplace(
+              [&wrong, eo, id](const cell& x, cell& sum) {
+                if (x.v != eo.v) wrong.fetch_add(1);
+                for (std::size_t k = 0; k < 4; ++k) sum.v[k] += x.v[k] * 5 + id;
+              },
+              weft::read(data[other]), weft::reduce(data[w], [](cell l, const cell& r) {
+                for (std::size_t k = 0; k < 4; ++k) l.v[k] += r.v[k];
+                return l;
+              }));
+          for (std::size_t k = 0; k < 4; ++k) reference[w].v[k] += eo.v[k] * 5 + id;
           break;
         }
         default: {  // two reads, one write
