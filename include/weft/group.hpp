@@ -37,9 +37,8 @@ class task_group {
   ///
   /// On the worker that made the group, the job goes to the private part of
   /// that worker's deque, where other workers cannot take it, unless one of
-  /// them is idle; it is offered to them when that worker takes a job to
-  /// run (in wait() or after the spawning job ends) while one of them is
-  /// idle or they have no other work of that worker's to take
+  /// them is idle; it is offered to them at the latest when that worker
+  /// takes its next job to run, in wait() or after the spawning job ends
   /// (docs/deque.md, "Idle workers"). See docs/design.md, "A task_group on
   /// its home worker", for what that means for a job that spawns and then
   /// computes for long.

@@ -769,13 +769,12 @@ class pool {
   bool share_private(detail::worker& self) noexcept {
     return self.deque.private_size() != 0 && sleep_.someone_idle() && self.deque.publish_all();
   }
-  // Owner only: the job on top of self's deque, for self to run now. Of the
-  // private items left below it, the older half is published first if the
-  // public part has run dry, and all of them if a worker is idle
-  // (docs/deque.md, "Idle workers").
+  // Owner only: the job on top of self's deque, for self to run now; the
+  // private items left below it are published first (docs/deque.md, "Idle
+  // workers"), so that they wait for no longer than the job that pushed them.
   detail::job* take_own(detail::worker& self) noexcept {
     detail::job* j = self.deque.pop();
-    if (j != nullptr && (self.deque.publish_if_dry() || share_private(self))) sleep_.new_work();
+    if (j != nullptr && self.deque.publish_all()) sleep_.new_work();
     return j;
   }
 

@@ -340,32 +340,6 @@ TEST(WorkDeque, PublicPushPublishesThePrivateItemsBelowIt) {
   EXPECT_EQ(dq.pop(), nullptr);
 }
 
-TEST(WorkDeque, PublishIfDryPublishesTheOlderHalfOnlyWhenThePublicPartIsEmpty) {
-  std::vector<item> items = make_items(5);
-  work_deque<item*> dq;
-  EXPECT_FALSE(dq.publish_if_dry()) << "nothing private to publish";
-  EXPECT_TRUE(dq.push_private(&items[0]));  // public: the public part was empty
-  EXPECT_FALSE(dq.push_private(&items[1]));
-  EXPECT_FALSE(dq.push_private(&items[2]));
-  EXPECT_FALSE(dq.push_private(&items[3]));
-  EXPECT_FALSE(dq.push_private(&items[4]));
-  // The owner takes item 4 to run: thieves still have item 0, so items 1-3 stay private.
-  EXPECT_EQ(dq.pop(), &items[4]);
-  EXPECT_FALSE(dq.publish_if_dry());
-  EXPECT_EQ(dq.private_size(), 3u);
-  EXPECT_EQ(dq.steal(), &items[0]);
-  EXPECT_EQ(dq.steal(), nullptr) << "a thief took a private item";
-  // Dry now: the older two of the three (rounded up) become public.
-  EXPECT_TRUE(dq.publish_if_dry());
-  EXPECT_EQ(dq.private_size(), 1u);
-  EXPECT_EQ(dq.steal(), &items[1]);
-  EXPECT_EQ(dq.steal(), &items[2]);
-  EXPECT_EQ(dq.steal(), nullptr);
-  EXPECT_EQ(dq.pop(), &items[3]);
-  EXPECT_FALSE(dq.publish_if_dry());
-  EXPECT_TRUE(dq.empty());
-}
-
 TEST(WorkDeque, PrivatePushesGrowTheBuffer) {
   std::vector<item> items = make_items(100);
   work_deque<item*> dq{2};

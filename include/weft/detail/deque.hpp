@@ -135,21 +135,6 @@ class work_deque {
     return true;
   }
 
-  // Owner only: publishes the older half of the private items, rounded up, if the public part has
-  // run dry, as a private push does; true if it did, and the caller must then call the pool's
-  // new_work(). The pool calls it when its worker takes a job to run and private items remain
-  // below it (docs/deque.md, "Idle workers").
-  bool publish_if_dry() noexcept {
-    if (private_ == 0) return false;
-    // Relaxed: the owner is the only writer of split_.
-    const std::int64_t s = split_.load(std::memory_order_relaxed);
-    // Relaxed: a hint, as in push_private(). A stale (smaller) t makes the public part look
-    // non-empty, and the next take or private push looks again.
-    if (top_.load(std::memory_order_relaxed) < s) return false;
-    publish_half();
-    return true;
-  }
-
   // Owner only. pop() for a caller that expects a private item on top (a join taking its half
   // back): the rest of pop() is a call, which keeps the caller's inlined fast path small.
   T pop_expecting_private() noexcept {
