@@ -12,6 +12,8 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <span>
+#include <vector>
 #include <weft/mpi.hpp>
 
 #include "blas/tiled_cholesky.hpp"
@@ -43,20 +45,32 @@ int run() {
   openblas_set_num_threads(1);  // the parallelism comes from the tasks and ranks
   const int tiles = 8;
   const int b = 64;
-  // Every rank holds every tile: a non-owner's copy is where the versions it
-  // receives land. Only the owner's copy is the truth.
+  // Every rank holds every tile object, but the doubles only of the tiles
+  // it owns or reads: a non-owner's copy is where the versions it receives
+  // land, allocated when the first one comes. Only the owner's copy is the
+  // truth. (The shared tiled_matrix allocates all; the tiles this rank does
+  // not own are dropped before the flow starts.)
   example::tiled_matrix m(tiles, b);
   const std::vector<double> a = example::random_spd(m.size());
   m.assign(a);
-
-  weft::pool pool{{.threads = 1}};
   const grid g(ranks);
-  weft::mpi::flow flow{pool, MPI_COMM_WORLD};
-  // What travels is a tile's doubles: the flow gets a (pointer, size) view.
+  const std::size_t doubles = static_cast<std::size_t>(b) * static_cast<std::size_t>(b);
   for (int i = 0; i < tiles; ++i) {
     for (int j = 0; j <= i; ++j) {
-      example::tile& t = m.at(i, j);
-      flow.register_data(t, g.owner(i, j), t.data.data(), t.data.size() * sizeof(double));
+      if (g.owner(i, j) != rank) std::vector<double>().swap(m.at(i, j).data);
+    }
+  }
+
+  weft::pool pool{{.threads = 1}};
+  weft::mpi::flow flow{pool, MPI_COMM_WORLD};
+  // What travels is a tile's doubles: the flow asks for them (a view) at
+  // this rank's first send or receive of the tile, allocating them there.
+  for (int i = 0; i < tiles; ++i) {
+    for (int j = 0; j <= i; ++j) {
+      flow.register_data(m.at(i, j), g.owner(i, j), doubles * sizeof(double), [](example::tile& t) {
+        t.data.resize(doubles);
+        return std::as_writable_bytes(std::span{t.data});
+      });
     }
   }
   example::emplace_cholesky(flow, m);
@@ -65,11 +79,17 @@ int run() {
   }
   flow.wait();  // every rank; rethrows a task's exception (remote_error on the other ranks)
   const weft::mpi::flow_stats st = flow.statistics();
-  std::printf("rank %d: %llu tasks here, sent %llu tiles (%llu bytes), received %llu\n", rank,
-              static_cast<unsigned long long>(st.local_tasks),
-              static_cast<unsigned long long>(st.messages_sent),
-              static_cast<unsigned long long>(st.bytes_sent),
-              static_cast<unsigned long long>(st.messages_received));
+  int held = 0;
+  for (int i = 0; i < tiles; ++i) {
+    for (int j = 0; j <= i; ++j) held += m.at(i, j).data.empty() ? 0 : 1;
+  }
+  std::printf(
+      "rank %d: %llu tasks here, sent %llu tiles (%llu bytes), received %llu; holds the data of "
+      "%d of %d tiles\n",
+      rank, static_cast<unsigned long long>(st.local_tasks),
+      static_cast<unsigned long long>(st.messages_sent),
+      static_cast<unsigned long long>(st.bytes_sent),
+      static_cast<unsigned long long>(st.messages_received), held, tiles * (tiles + 1) / 2);
   if (rank != 0) return 0;
   const double residual = example::residual(a, m);
   std::printf("cholesky %dx%d in %dx%d tiles on %d ranks (%dx%d grid): residual %.3e\n", m.size(),

@@ -18,6 +18,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -76,6 +77,8 @@ struct entry;
 
 // The part of a distributed flow that tasks reach (mpi.cpp).
 class flow_state;
+// Where a lazily registered object's data are (mpi.cpp).
+struct lazy_data;
 
 }  // namespace detail
 
@@ -150,9 +153,11 @@ struct flow_stats {
 ///
 /// Objects are sent as bytes: a trivially copyable object (register_data(x,
 /// owner)), or a (pointer, size) view of its storage (register_data(x,
-/// owner, data, size)), the same size on every rank. Every rank holds an
-/// instance of every object; non-owners' instances are where received
-/// versions land.
+/// owner, data, size)), the same size on every rank, or a view that a rank
+/// asks for only when it first sends or receives the object
+/// (register_data(x, owner, size, view)). Every rank holds an instance of
+/// every object, where received versions land; with a view, a rank need not
+/// allocate the data of the objects it never reads.
 class flow {
  public:
   /// A flow over the ranks of comm (duplicated: the flow's messages never
@@ -188,6 +193,21 @@ class flow {
   template <class T>
   void register_data(T& x, int owner, void* data, std::size_t size) {
     add_object(&x, owner, data, size);
+  }
+  /// Declares x, owned by `owner`, whose data are `size` bytes (the same
+  /// on every rank) that view(x) shows as a std::span<std::byte>. A rank
+  /// calls view(x) only when it first sends or receives x, on a worker,
+  /// inside the transfer task (which has x to itself on a receiving rank):
+  /// there it may allocate x's storage, so that a rank that never reads x
+  /// never holds its data. It is called at most once per rank; the span
+  /// must stay valid for the flow's lifetime. A span of another size is a
+  /// usage_error that aborts the flow on every rank (wait() throws it).
+  /// Every rank calls register_data, in the same order.
+  template <class T, class View>
+  requires std::is_invocable_r_v<std::span<std::byte>, View&, T&> void register_data(
+      T& x, int owner, std::size_t size, View view) {
+    add_lazy_object(&x, owner, size,
+                    [&x, v = std::move(view)]() mutable -> std::span<std::byte> { return v(x); });
   }
   /// The rank that owns x (usage_error if x is not registered).
   [[nodiscard]] int owner_of(const void* x) const;
@@ -225,6 +245,11 @@ class flow {
   };
 
   void add_object(const void* x, int owner, void* data, std::size_t size);
+  void add_lazy_object(const void* x, int owner, std::size_t size,
+                       std::function<std::span<std::byte>()> view);
+  // Both: the checks and the record.
+  void add_record(const void* x, int owner, void* data, std::size_t size,
+                  std::unique_ptr<detail::lazy_data> lazy);
   void gather_object(const void* x, int root);
   // Every rank's bookkeeping of sending object i's current version to `to`.
   void transfer(std::size_t i, int to);

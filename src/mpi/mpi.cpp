@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -422,15 +425,44 @@ class engine {
   bool woken_ = false;
 };
 
+// The data of an object registered with a view (register_data(x, owner,
+// size, view)): asked for once per rank, by the first transfer task there.
+struct lazy_data {
+  std::function<std::span<std::byte>()> view;
+  std::size_t bytes;
+  std::once_flag once;
+  void* data = nullptr;  // set within `once`: read after call_once returns
+
+  // The data's address; throws usage_error if the view shows another size.
+  void* resolve() {
+    std::call_once(once, [this] {
+      const std::span<std::byte> b = view();
+      if (b.data() == nullptr) {
+        throw usage_error(
+            "weft::mpi::flow: an object's view showed no storage (a null span); the view must "
+            "show the object's data, allocating them if need be");
+      }
+      if (b.size() != bytes) {
+        throw usage_error("weft::mpi::flow: an object's view showed " + std::to_string(b.size()) +
+                          " bytes where register_data declared " + std::to_string(bytes) +
+                          "; the view must show the declared size on every rank");
+      }
+      data = b.data();
+    });
+    return data;
+  }
+};
+
 // Per registered object, on every rank (the producer's bookkeeping).
 struct object_record {
   const void* object;  // what tasks declare (the local flow orders by it)
-  void* data;          // what travels
+  void* data;          // what travels (null for a lazy object)
   std::size_t bytes;
   int owner;
   int tag;
   std::uint64_t version = 0;        // writes emplaced so far
   std::vector<std::uint64_t> have;  // the version each rank's instance holds
+  std::unique_ptr<lazy_data> lazy;  // registered with a view: where data comes from
 };
 
 inline constexpr std::uint64_t hash_start = 14695981039346656037ULL;
@@ -654,6 +686,20 @@ void engine::complete(entry& e, const MPI_Status& st, const std::string& failure
 }
 
 bool task_skipped(flow_state* s) noexcept { return s->skipped(); }
+
+// A transfer task's data address: a lazy object's view is asked on this
+// rank's first transfer of it. False if the view failed: the flow is then
+// aborted on every rank, as after a task's exception.
+bool resolve_data(flow_state* s, lazy_data* lazy, void*& data) noexcept {
+  if (lazy == nullptr) return true;
+  try {
+    data = lazy->resolve();
+    return true;
+  } catch (...) {
+    s->fail_local(std::current_exception());
+    return false;
+  }
+}
 void task_failed(flow_state* s, std::exception_ptr e) noexcept { s->fail_local(std::move(e)); }
 void task_done(flow_state* s) noexcept { s->done(); }
 
@@ -737,6 +783,24 @@ int flow::rank() const noexcept { return state()->rank(); }
 int flow::size() const noexcept { return state()->size(); }
 
 void flow::add_object(const void* x, int owner, void* data, std::size_t size) {
+  if (data == nullptr) {
+    throw usage_error(
+        "weft::mpi::flow::register_data: an object's data must be at a non-null address; "
+        "register a view (register_data(x, owner, size, view)) for data allocated later");
+  }
+  add_record(x, owner, data, size, nullptr);
+}
+
+void flow::add_lazy_object(const void* x, int owner, std::size_t size,
+                           std::function<std::span<std::byte>()> view) {
+  auto lazy = std::make_unique<detail::lazy_data>();
+  lazy->view = std::move(view);
+  lazy->bytes = size;
+  add_record(x, owner, nullptr, size, std::move(lazy));
+}
+
+void flow::add_record(const void* x, int owner, void* data, std::size_t size,
+                      std::unique_ptr<detail::lazy_data> lazy) {
   detail::flow_state* s = state();
   if (s->dead()) throw usage_error(aborted_text);
   if (owner < 0 || owner >= s->size()) {
@@ -749,10 +813,10 @@ void flow::add_object(const void* x, int owner, void* data, std::size_t size) {
         "weft::mpi::flow::register_data: the object is registered already; register each object "
         "once");
   }
-  if (size == 0 || size > static_cast<std::size_t>(INT_MAX) || (data == nullptr)) {
+  if (size == 0 || size > static_cast<std::size_t>(INT_MAX)) {
     throw usage_error(
-        "weft::mpi::flow::register_data: an object's data must be 1 to INT_MAX bytes at a "
-        "non-null address; split larger objects");
+        "weft::mpi::flow::register_data: an object's data must be 1 to INT_MAX bytes; split "
+        "larger objects");
   }
   if (s->objects.size() + 1 > static_cast<std::size_t>(s->tag_ub())) {
     throw usage_error("weft::mpi::flow::register_data: more objects than MPI tags (" +
@@ -765,7 +829,8 @@ void flow::add_object(const void* x, int owner, void* data, std::size_t size) {
       owner,
       static_cast<int>(s->objects.size()) + 1,
       0,
-      std::vector<std::uint64_t>(static_cast<std::size_t>(s->size()), ~std::uint64_t{0})};
+      std::vector<std::uint64_t>(static_cast<std::size_t>(s->size()), ~std::uint64_t{0}),
+      std::move(lazy)};
   r.have[static_cast<std::size_t>(owner)] = 0;
   s->index.emplace(x, s->objects.size());
   s->objects.push_back(std::move(r));
@@ -824,18 +889,21 @@ void flow::transfer(std::size_t i, int to) {
   // const_cast: the transfer tasks never touch the object itself; the
   // local flow only compares its address.
   opaque& x = as_opaque(const_cast<void*>(o.object));
-  const void* data = o.data;
+  void* const data = o.data;
+  detail::lazy_data* const lazy = o.lazy.get();
   const int count = static_cast<int>(o.bytes);
   const int tag = o.tag;
   MPI_Comm comm = s->comm();
   if (me == o.owner) {
     task_started();
     local_.emplace(
-        [s, e = p.e, data, count, to, tag, comm](const opaque&) {
+        [s, e = p.e, data, lazy, count, to, tag, comm](const opaque&) {
           const detail::task_guard guard{s};
           if (s->skipped()) return;
+          void* from = data;
+          if (!detail::resolve_data(s, lazy, from)) return;
           s->eng().arm(e, [&](MPI_Request* r) {
-            return MPI_Isend(data, count, MPI_BYTE, to, tag, comm, r);
+            return MPI_Isend(from, count, MPI_BYTE, to, tag, comm, r);
           });
         },
         weft::read(std::as_const(x)));
@@ -845,12 +913,13 @@ void flow::transfer(std::size_t i, int to) {
   } else {
     p.e->expect_bytes = o.bytes;
     const int from = o.owner;
-    void* into = o.data;
     task_started();
     local_.emplace(
-        [s, e = p.e, into, count, from, tag, comm](opaque&) {
+        [s, e = p.e, data, lazy, count, from, tag, comm](opaque&) {
           const detail::task_guard guard{s};
           if (s->skipped()) return;
+          void* into = data;
+          if (!detail::resolve_data(s, lazy, into)) return;
           s->eng().arm(e, [&](MPI_Request* r) {
             return MPI_Irecv(into, count, MPI_BYTE, from, tag, comm, r);
           });

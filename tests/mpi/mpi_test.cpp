@@ -7,7 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -317,6 +319,114 @@ TEST(MpiFlow, ViewsCarryTheirData) {
   for (std::size_t i = 0; i < s.values.size(); i += 97) {
     EXPECT_EQ(s.values[i], me * 1000 + left * 1000 + 2 * static_cast<int>(i)) << i;
   }
+}
+
+// An object registered with a view: its data are allocated on the owner
+// at once, elsewhere only when the view is asked, which the flow does on
+// the rank's first transfer of the object.
+struct lazy_block {
+  static constexpr std::size_t count = 512;
+  std::unique_ptr<std::uint64_t[]> values;
+  int views = 0;  // how often the flow asked this rank for the data
+  std::span<std::byte> bytes() {
+    ++views;
+    if (!values) values = std::make_unique<std::uint64_t[]>(count);
+    return std::as_writable_bytes(std::span{values.get(), count});
+  }
+};
+
+TEST(MpiFlow, LazyViewsAreAskedOnlyWhereTheDataTravel) {
+  const int n = world_size();
+  const int me = world_rank();
+  weft::pool pool{weft::pool_options{.threads = 2}};
+  const int objects = 3 * n;
+  std::vector<lazy_block> x(static_cast<std::size_t>(objects));
+  std::vector<cell> sink(static_cast<std::size_t>(n));
+  auto reader_of = [n](int i) { return (i + 1) % n; };
+  {
+    weft::mpi::flow f{pool, MPI_COMM_WORLD};
+    for (int i = 0; i < objects; ++i) {
+      lazy_block& b = x[static_cast<std::size_t>(i)];
+      if (i % n == me) b.values = std::make_unique<std::uint64_t[]>(lazy_block::count);
+      f.register_data(b, i % n, lazy_block::count * sizeof(std::uint64_t),
+                      [](lazy_block& l) { return l.bytes(); });
+    }
+    for (int r = 0; r < n; ++r) f.register_data(sink[static_cast<std::size_t>(r)], r);
+    // Each object is written twice by its owner and read after each write
+    // by one rank, twice: two versions travel to that rank, once each.
+    for (int round = 1; round <= 2; ++round) {
+      for (int i = 0; i < objects; ++i) {
+        lazy_block& b = x[static_cast<std::size_t>(i)];
+        f.emplace(
+            [i, round](lazy_block& l) {
+              for (std::size_t k = 0; k < lazy_block::count; ++k) {
+                l.values[k] = static_cast<std::uint64_t>(i * round) + k;
+              }
+            },
+            weft::write(b));
+        for (int twice = 0; twice < 2; ++twice) {
+          f.emplace(
+              [](const lazy_block& l, cell& out) {
+                for (std::size_t k = 0; k < lazy_block::count; ++k) out.v[0] += l.values[k];
+              },
+              weft::read(b), weft::write(sink[static_cast<std::size_t>(reader_of(i))]));
+        }
+      }
+    }
+    f.wait();
+  }
+  std::uint64_t expected = 0;
+  for (int i = 0; i < objects; ++i) {
+    const lazy_block& b = x[static_cast<std::size_t>(i)];
+    const bool owner = i % n == me;
+    const bool reader = reader_of(i) == me;
+    // The owner is asked once when it first sends (not at all on 1 rank);
+    // the reader once, before the first version lands; nobody else ever.
+    const int views = n == 1 ? 0 : (owner || reader ? 1 : 0);
+    EXPECT_EQ(b.views, views) << "object " << i;
+    if (!owner && !reader) {
+      EXPECT_EQ(b.values, nullptr) << "object " << i << " was allocated";
+    }
+    if (!reader) continue;
+    for (int round = 1; round <= 2; ++round) {
+      for (std::size_t k = 0; k < lazy_block::count; ++k) {
+        expected += 2 * (static_cast<std::uint64_t>(i * round) + k);
+      }
+    }
+  }
+  EXPECT_EQ(sink[static_cast<std::size_t>(me)].v[0], expected);
+}
+
+TEST(MpiFlow, AViewOfTheWrongSizeAbortsTheFlowOnEveryRank) {
+  const int n = world_size();
+  if (n < 2) GTEST_SKIP() << "needs a rank that receives";
+  const int me = world_rank();
+  weft::pool pool{weft::pool_options{.threads = 2}};
+  cell c{};
+  cell out{};
+  bool threw_here = false;
+  {
+    weft::mpi::flow f{pool, MPI_COMM_WORLD};
+    // Rank 1's view shows one byte too few.
+    f.register_data(c, 0, sizeof(cell), [&](cell& x) {
+      return std::as_writable_bytes(std::span{&x, 1})
+          .first(me == 1 ? sizeof(cell) - 1 : sizeof(cell));
+    });
+    f.register_data(out, 1);
+    f.emplace([](cell& x) { x.v[0] = 5; }, weft::write(c));
+    f.emplace([](const cell& x, cell& o) { o.v[0] = x.v[0]; }, weft::read(c), weft::write(out));
+    try {
+      f.wait();
+    } catch (const weft::usage_error& e) {
+      threw_here = true;
+      EXPECT_EQ(me, 1);
+      EXPECT_NE(std::string{e.what()}.find("declared"), std::string::npos) << e.what();
+    } catch (const weft::mpi::remote_error& e) {
+      threw_here = true;
+      EXPECT_NE(me, 1);
+    }
+  }
+  EXPECT_TRUE(threw_here);
 }
 
 // A rank waiting for data keeps its one worker for other work: while rank
