@@ -429,13 +429,13 @@ class engine {
 // size, view)): asked for once per rank, by the first transfer task there.
 struct lazy_data {
   std::function<std::span<std::byte>()> view;
-  std::size_t bytes;
   std::once_flag once;
   void* data = nullptr;  // set within `once`: read after call_once returns
 
-  // The data's address; throws usage_error if the view shows another size.
-  void* resolve() {
-    std::call_once(once, [this] {
+  // The data's address; throws usage_error if the view shows other than the
+  // `bytes` that register_data declared.
+  void* resolve(std::size_t bytes) {
+    std::call_once(once, [this, bytes] {
       const std::span<std::byte> b = view();
       if (b.data() == nullptr) {
         throw usage_error(
@@ -690,10 +690,10 @@ bool task_skipped(flow_state* s) noexcept { return s->skipped(); }
 // A transfer task's data address: a lazy object's view is asked on this
 // rank's first transfer of it. False if the view failed: the flow is then
 // aborted on every rank, as after a task's exception.
-bool resolve_data(flow_state* s, lazy_data* lazy, void*& data) noexcept {
+bool resolve_data(flow_state* s, lazy_data* lazy, std::size_t bytes, void*& data) noexcept {
   if (lazy == nullptr) return true;
   try {
-    data = lazy->resolve();
+    data = lazy->resolve(bytes);
     return true;
   } catch (...) {
     s->fail_local(std::current_exception());
@@ -795,7 +795,6 @@ void flow::add_lazy_object(const void* x, int owner, std::size_t size,
                            std::function<std::span<std::byte>()> view) {
   auto lazy = std::make_unique<detail::lazy_data>();
   lazy->view = std::move(view);
-  lazy->bytes = size;
   add_record(x, owner, nullptr, size, std::move(lazy));
 }
 
@@ -901,7 +900,7 @@ void flow::transfer(std::size_t i, int to) {
           const detail::task_guard guard{s};
           if (s->skipped()) return;
           void* from = data;
-          if (!detail::resolve_data(s, lazy, from)) return;
+          if (!detail::resolve_data(s, lazy, static_cast<std::size_t>(count), from)) return;
           s->eng().arm(e, [&](MPI_Request* r) {
             return MPI_Isend(from, count, MPI_BYTE, to, tag, comm, r);
           });
@@ -919,7 +918,7 @@ void flow::transfer(std::size_t i, int to) {
           const detail::task_guard guard{s};
           if (s->skipped()) return;
           void* into = data;
-          if (!detail::resolve_data(s, lazy, into)) return;
+          if (!detail::resolve_data(s, lazy, static_cast<std::size_t>(count), into)) return;
           s->eng().arm(e, [&](MPI_Request* r) {
             return MPI_Irecv(into, count, MPI_BYTE, from, tag, comm, r);
           });
