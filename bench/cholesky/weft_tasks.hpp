@@ -25,12 +25,15 @@ void emplace_named(Flow& f, const char* name, F&& fn, A&&... accesses) {
   }
 }
 
-template <class Flow>
-void emplace_tasks(Flow& f, tiled_matrix& m) {
+// after_step(k) is called once step k's tasks are emplaced: nothing after
+// them reads panel k (cholesky_mpi/weft_mpi.cpp drops its copies there).
+template <class Flow, class AfterStep>
+void emplace_tasks(Flow& f, tiled_matrix& m, AfterStep after_step) {
   const int b = m.b();
   for_each_task(m.nt(), [&](const task& t) {
     switch (t.kind) {
       case kernel::potrf:
+        if (t.k > 0) after_step(t.k - 1);
         emplace_named(
             f, "potrf", [b](tile& akk) { potrf(akk.data(), b); }, weft::write(m.at(t.k, t.k)));
         break;
@@ -54,6 +57,12 @@ void emplace_tasks(Flow& f, tiled_matrix& m) {
         break;
     }
   });
+  if (m.nt() > 0) after_step(m.nt() - 1);
+}
+
+template <class Flow>
+void emplace_tasks(Flow& f, tiled_matrix& m) {
+  emplace_tasks(f, m, [](int) {});
 }
 
 }  // namespace bench::cholesky

@@ -42,7 +42,9 @@
 // profiling interface (common/mpi.hpp), so the same way for every library:
 // bytes_sent (all ranks), bytes_sent_rank<r> (rank r's), messages_sent
 // (all ranks, a library's control messages included), and bytes_needed /
-// transfers_needed (needed(): the tile data the decomposition forces).
+// transfers_needed (needed(): the tile data the decomposition forces);
+// copies_peak, for a variant that tracks it (outcome), the most received
+// tile copies any rank held at once in any factorisation.
 //
 // Name: "cholesky_mpi/<N>/<variant>" (manual time per factorisation).
 #pragma once
@@ -175,10 +177,18 @@ inline int first_error(int error, int& rank) {
   return it == errors.end() ? 0 : *it;
 }
 
+// What a factorisation reports: the library's error code (0: none), and,
+// if the variant tracks it, the most received tile copies this rank held at
+// once (-1: not tracked).
+struct outcome {
+  int error = 0;
+  int copies_peak = -1;
+};
+
 // One benchmark run of a variant on every rank (steps 1 to 5 per
 // iteration), then its counters.
 inline void measure(benchmark::State& state, const cholesky::size sz,
-                    const std::function<int(tiled_matrix&)>& factorise) {
+                    const std::function<outcome(tiled_matrix&)>& factorise) {
   const int ranks = mpi::ranks();
   const tiled_matrix a = cholesky::make_spd(sz.n, sz.b);
   tiled_matrix work(sz.n, sz.b);
@@ -187,12 +197,13 @@ inline void measure(benchmark::State& state, const cholesky::size sz,
   // Per rank: bytes, then messages.
   std::vector<std::uint64_t> traffic(2 * static_cast<std::size_t>(ranks), 0);
   std::vector<std::uint64_t> all(traffic.size());
+  int copies_peak = -1;
   for (auto _ : state) {
     work.copy_from(a);
     MPI_Barrier(mpi::harness());
     const mpi::traffic before = mpi::sent();
     const auto start = std::chrono::steady_clock::now();
-    const int error = factorise(work);
+    const outcome result = factorise(work);
     const auto stop = std::chrono::steady_clock::now();
     const mpi::traffic after = mpi::sent();
     double s = std::chrono::duration<double>(stop - start).count();
@@ -202,8 +213,11 @@ inline void measure(benchmark::State& state, const cholesky::size sz,
     const std::uint64_t mine[2] = {after.bytes - before.bytes, after.messages - before.messages};
     MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, mpi::harness());
     for (std::size_t k = 0; k < all.size(); ++k) traffic[k] += all[k];
+    int peak = result.copies_peak;
+    MPI_Allreduce(MPI_IN_PLACE, &peak, 1, MPI_INT, MPI_MAX, mpi::harness());
+    copies_peak = std::max(copies_peak, peak);
     int rank = 0;
-    const int code = first_error(error, rank);
+    const int code = first_error(result.error, rank);
     if (!check_equal(state, code, 0, "the library's error code on rank " + std::to_string(rank))) {
       return;
     }
@@ -226,6 +240,7 @@ inline void measure(benchmark::State& state, const cholesky::size sz,
   const volume least = needed(sz.n / sz.b, sz.b, ranks);
   state.counters["bytes_needed"] = static_cast<double>(least.bytes);
   state.counters["transfers_needed"] = static_cast<double>(least.transfers);
+  if (copies_peak >= 0) state.counters["copies_peak"] = copies_peak;
 }
 
 // Registers "cholesky_mpi/<N>/<variant>" for both sizes. `setup(b)` runs on
@@ -233,8 +248,8 @@ inline void measure(benchmark::State& state, const cholesky::size sz,
 // BLAS thread count) and returns a callable that factorises a tiled_matrix
 // with tiles of order b in place, as described above: on return, every
 // tile this rank owns (owner(i, j, mpi::ranks())) holds its part of L and
-// all of this rank's transfers are complete. The callable returns void, or
-// an int that is 0 when the library reported no error.
+// all of this rank's transfers are complete. The callable returns void, an
+// int that is 0 when the library reported no error, or an outcome.
 template <class Setup>
 void add(std::string_view variant, Setup setup) {
   for (const cholesky::size sz : cholesky::sizes) {
@@ -242,11 +257,14 @@ void add(std::string_view variant, Setup setup) {
                [setup, sz](benchmark::State& state) {
                  auto factorise = setup(sz.b);
                  measure(state, sz, [&factorise](tiled_matrix& m) {
-                   if constexpr (std::is_void_v<decltype(factorise(m))>) {
+                   using result = decltype(factorise(m));
+                   if constexpr (std::is_void_v<result>) {
                      factorise(m);
-                     return 0;
+                     return outcome{};
+                   } else if constexpr (std::is_same_v<result, outcome>) {
+                     return factorise(m);
                    } else {
-                     return static_cast<int>(factorise(m));
+                     return outcome{static_cast<int>(factorise(m))};
                    }
                  });
                })

@@ -70,8 +70,11 @@ inline std::vector<double> random_spd(int n) {
 }
 
 // The right-looking algorithm, one task per tile kernel, in program order.
-template <class Flow>
-void emplace_cholesky(Flow& flow, tiled_matrix& m) {
+// after_step(k) is called once step k's tasks are emplaced: nothing after
+// them reads the panel L(k..nt-1, k) (examples/cholesky_mpi.cpp drops the
+// ranks' copies of it there).
+template <class Flow, class AfterStep>
+void emplace_cholesky(Flow& flow, tiled_matrix& m, AfterStep after_step) {
   const int nt = m.tiles();
   const int b = m.block();
   for (int k = 0; k < nt; ++k) {
@@ -106,7 +109,13 @@ void emplace_cholesky(Flow& flow, tiled_matrix& m) {
             weft::read(m.at(i, k)), weft::read(m.at(j, k)), weft::write(m.at(i, j)));
       }
     }
+    after_step(k);
   }
+}
+
+template <class Flow>
+void emplace_cholesky(Flow& flow, tiled_matrix& m) {
+  emplace_cholesky(flow, m, [](int) {});
 }
 
 // ||A - L L^T||_F / ||A||_F with L the lower triangle of the factorised m.

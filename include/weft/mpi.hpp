@@ -157,7 +157,8 @@ struct flow_stats {
 /// asks for only when it first sends or receives the object
 /// (register_data(x, owner, size, view)). Every rank holds an instance of
 /// every object, where received versions land; with a view, a rank need not
-/// allocate the data of the objects it never reads.
+/// allocate the data of the objects it never reads, and with a view and a
+/// release, drop_copies(x) frees a received copy after its last reader.
 class flow {
  public:
   /// A flow over the ranks of comm (duplicated: the flow's messages never
@@ -207,7 +208,23 @@ class flow {
   requires std::is_invocable_r_v<std::span<std::byte>, View&, T&> void register_data(
       T& x, int owner, std::size_t size, View view) {
     add_lazy_object(&x, owner, size,
-                    [&x, v = std::move(view)]() mutable -> std::span<std::byte> { return v(x); });
+                    [&x, v = std::move(view)]() mutable -> std::span<std::byte> { return v(x); },
+                    {});
+  }
+  /// As register_data(x, owner, size, view), and release(x) frees what the
+  /// view allocated once this rank's copy of x is dropped (drop_copies):
+  /// called on a worker, in a task that has x to itself, after the tasks
+  /// that read the copy. The next transfer of x to this rank asks view(x)
+  /// again. Never called on the owner, whose instance is the object.
+  template <class T, class View, class Release>
+  requires(std::is_invocable_r_v<std::span<std::byte>, View&, T&>&&
+               std::is_invocable_v<Release&, T&>) void register_data(T& x, int owner,
+                                                                     std::size_t size, View view,
+                                                                     Release release) {
+    add_lazy_object(
+        &x, owner, size,
+        [&x, v = std::move(view)]() mutable -> std::span<std::byte> { return v(x); },
+        [&x, r = std::move(release)]() mutable { r(x); });
   }
   /// The rank that owns x (usage_error if x is not registered).
   [[nodiscard]] int owner_of(const void* x) const;
@@ -223,6 +240,20 @@ class flow {
   template <class T>
   void gather(T& x, int root) {
     gather_object(&x, root);
+  }
+
+  /// Drops the copies of x that ranks other than its owner hold (as
+  /// StarPU-MPI's cache flush does): on each such rank, after the tasks
+  /// emplaced so far that read x there, the release given to register_data
+  /// (if any) frees the copy's data, and the next task there that reads x
+  /// receives it anew. Every rank calls it at the same point of the
+  /// program, typically after x's last read on other ranks, so that a rank
+  /// holds the data it owns and only the copies it still needs. The owner's
+  /// instance is untouched; so is a gathered copy's value unless a release
+  /// frees it.
+  template <class T>
+  void drop_copies(T& x) {
+    drop_object(&x);
   }
 
   /// Returns on every rank once every rank's tasks emplaced so far have
@@ -246,11 +277,12 @@ class flow {
 
   void add_object(const void* x, int owner, void* data, std::size_t size);
   void add_lazy_object(const void* x, int owner, std::size_t size,
-                       std::function<std::span<std::byte>()> view);
+                       std::function<std::span<std::byte>()> view, std::function<void()> release);
   // Both: the checks and the record.
   void add_record(const void* x, int owner, void* data, std::size_t size,
                   std::unique_ptr<detail::lazy_data> lazy);
   void gather_object(const void* x, int root);
+  void drop_object(const void* x);
   // Every rank's bookkeeping of sending object i's current version to `to`.
   void transfer(std::size_t i, int to);
   // Bookkeeping of a task on every rank (versions, transfers, the program

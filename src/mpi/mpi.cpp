@@ -90,7 +90,12 @@ struct entry {
   bool internal = false;
   bool data = true;              // keeps the polling thread going while pending
   std::size_t expect_bytes = 0;  // a flow's receive: the size it must get
-  bool done = false;             // completed, failed or given up: never armed again
+  // A probe (arm_probe): complete once a message from `source` with `tag`
+  // is there to receive, without receiving it.
+  int source = MPI_ANY_SOURCE;
+  int tag = MPI_ANY_TAG;
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool done = false;  // completed, failed or given up: never armed again
   std::size_t unarmed_index = static_cast<std::size_t>(-1);
 };
 
@@ -167,6 +172,40 @@ class engine {
     return true;
   }
 
+  // Completes e once a message from `source` with `tag` on comm can be
+  // received (MPI_Iprobe at each poll; nothing is matched, so the receive
+  // posted afterwards takes that message: the flow has at most one receive
+  // or probe per object outstanding on a rank, and the object's messages
+  // all come from its owner with its tag). False if e was given up.
+  bool arm_probe(const std::shared_ptr<entry>& e, int source, int tag, MPI_Comm comm) {
+    {
+      const std::lock_guard lock{mutex_};
+      if (e->done) return false;
+      unlink_unarmed(*e);
+      e->source = source;
+      e->tag = tag;
+      e->comm = comm;
+      probing_.push_back(e);
+      if (e->data) ++data_pending_;
+      interval_ = options_.min_interval;
+    }
+    kick();
+    return true;
+  }
+
+  // Completes e (successfully) without any request, unless it was given up.
+  void settle(const std::shared_ptr<entry>& e) {
+    {
+      const std::lock_guard lock{mutex_};
+      if (e->done) return;
+      unlink_unarmed(*e);
+      e->done = true;
+    }
+    MPI_Status st{};
+    st.MPI_ERROR = MPI_SUCCESS;
+    complete(*e, st, "");
+  }
+
   // A bookkeeping request (control message, abort notice): its callback runs
   // on completion, with the failure text if it failed.
   template <class Start>
@@ -202,13 +241,16 @@ class engine {
       } else if (!lock.try_lock()) {
         return 0;
       }
-      if (closed_ || requests_.empty()) return 0;
+      if (closed_ || (requests_.empty() && probing_.empty())) return 0;
       ++stats_.polls;
+      probe_all(finished, failed, failure);
       const auto n = static_cast<int>(requests_.size());
       indices_.resize(requests_.size());
       statuses_.resize(requests_.size());
       int count = 0;
-      const int rc = MPI_Testsome(n, requests_.data(), &count, indices_.data(), statuses_.data());
+      const int rc =
+          n == 0 ? MPI_SUCCESS
+                 : MPI_Testsome(n, requests_.data(), &count, indices_.data(), statuses_.data());
       if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
         // The whole call failed: nothing can be said of any request, so all
         // are given up (their futures and flows get the error).
@@ -220,7 +262,8 @@ class engine {
         }
         active_.clear();
         requests_.clear();
-        data_pending_ = 0;
+        data_pending_ = static_cast<std::size_t>(
+            std::count_if(probing_.begin(), probing_.end(), [](const auto& e) { return e->data; }));
       } else if (count != MPI_UNDEFINED && count > 0) {
         stats_.completed += static_cast<std::uint64_t>(count);
         std::vector<int> gone(indices_.begin(), indices_.begin() + count);
@@ -243,7 +286,7 @@ class engine {
           requests_.pop_back();
         }
         interval_ = options_.min_interval;
-      } else {
+      } else if (finished.empty()) {
         interval_ = std::min(interval_ * 2, options_.max_interval);
       }
     }
@@ -283,6 +326,11 @@ class engine {
         dropped.push_back(std::move(e));
       }
       unarmed_.clear();
+      for (auto& e : probing_) {
+        e->done = true;
+        dropped.push_back(std::move(e));
+      }
+      probing_.clear();
       std::size_t kept = 0;
       for (std::size_t i = 0; i < active_.size(); ++i) {
         if (active_[i]->data || closing) {
@@ -314,7 +362,7 @@ class engine {
 
   [[nodiscard]] std::size_t pending() const {
     const std::lock_guard lock{mutex_};
-    return active_.size() + unarmed_.size();
+    return active_.size() + unarmed_.size() + probing_.size();
   }
   [[nodiscard]] bool data_pending() const {
     const std::lock_guard lock{mutex_};
@@ -345,6 +393,34 @@ class engine {
   }
 
  private:
+  // poll(), under the lock: the probes whose message is there complete
+  // (into `finished`), those whose MPI_Iprobe failed fail (into `failed`).
+  void probe_all(std::vector<std::pair<std::shared_ptr<entry>, MPI_Status>>& finished,
+                 std::vector<std::shared_ptr<entry>>& failed, std::string& failure) {
+    std::size_t kept = 0;
+    for (std::shared_ptr<entry>& e : probing_) {
+      int flag = 0;
+      MPI_Status st{};
+      const int rc = MPI_Iprobe(e->source, e->tag, e->comm, &flag, &st);
+      if (rc == MPI_SUCCESS && flag == 0) {
+        if (&probing_[kept] != &e) probing_[kept] = std::move(e);
+        ++kept;
+        continue;
+      }
+      e->done = true;
+      if (e->data) --data_pending_;
+      if (rc != MPI_SUCCESS) {
+        failure = "weft::mpi: MPI_Iprobe failed: " + mpi_error_text(rc);
+        failed.push_back(std::move(e));
+      } else {
+        ++stats_.completed;
+        st.MPI_ERROR = MPI_SUCCESS;
+        finished.emplace_back(std::move(e), st);
+      }
+    }
+    probing_.resize(kept);
+  }
+
   void unlink_unarmed(entry& e) {
     if (e.unarmed_index == static_cast<std::size_t>(-1)) return;
     const std::size_t i = e.unarmed_index;
@@ -406,6 +482,7 @@ class engine {
   std::vector<std::shared_ptr<entry>> active_;   // started, not seen complete
   std::vector<MPI_Request> requests_;            // active_[i]'s request
   std::vector<std::shared_ptr<entry>> unarmed_;  // futures whose request is not started yet
+  std::vector<std::shared_ptr<entry>> probing_;  // probes waiting for their message
   std::vector<int> indices_;
   std::vector<MPI_Status> statuses_;
   std::size_t data_pending_ = 0;
@@ -426,30 +503,49 @@ class engine {
 };
 
 // The data of an object registered with a view (register_data(x, owner,
-// size, view)): asked for once per rank, by the first transfer task there.
+// size, view[, release])): asked for by the rank's first transfer task of
+// the object, and again by the first after a release. On the owner, send
+// tasks (which only read x) may ask at the same time, hence the lock; on
+// other ranks the receive and release tasks write x, so they never overlap.
 struct lazy_data {
   std::function<std::span<std::byte>()> view;
-  std::once_flag once;
-  void* data = nullptr;  // set within `once`: read after call_once returns
+  std::function<void()> release;  // empty if none was given
+  std::mutex lock;
+  void* data = nullptr;  // guarded by lock: null until asked, and after a release
 
   // The data's address; throws usage_error if the view shows other than the
   // `bytes` that register_data declared.
   void* resolve(std::size_t bytes) {
-    std::call_once(once, [this, bytes] {
-      const std::span<std::byte> b = view();
-      if (b.data() == nullptr) {
-        throw usage_error(
-            "weft::mpi::flow: an object's view showed no storage (a null span); the view must "
-            "show the object's data, allocating them if need be");
-      }
-      if (b.size() != bytes) {
-        throw usage_error("weft::mpi::flow: an object's view showed " + std::to_string(b.size()) +
-                          " bytes where register_data declared " + std::to_string(bytes) +
-                          "; the view must show the declared size on every rank");
-      }
-      data = b.data();
-    });
+    const std::lock_guard<std::mutex> hold(lock);
+    if (data != nullptr) return data;
+    const std::span<std::byte> b = view();
+    if (b.data() == nullptr) {
+      throw usage_error(
+          "weft::mpi::flow: an object's view showed no storage (a null span); the view must "
+          "show the object's data, allocating them if need be");
+    }
+    if (b.size() != bytes) {
+      throw usage_error("weft::mpi::flow: an object's view showed " + std::to_string(b.size()) +
+                        " bytes where register_data declared " + std::to_string(bytes) +
+                        "; the view must show the declared size on every rank");
+    }
+    data = b.data();
     return data;
+  }
+
+  // Whether this rank's data are allocated (asked for and not released).
+  bool held() {
+    const std::lock_guard<std::mutex> hold(lock);
+    return data != nullptr;
+  }
+
+  // Frees a received copy (drop_copies): the next transfer asks the view
+  // again. Nothing to do if the copy never arrived (its receive was skipped).
+  void drop() {
+    const std::lock_guard<std::mutex> hold(lock);
+    if (data == nullptr || !release) return;
+    release();
+    data = nullptr;
   }
 };
 
@@ -792,9 +888,11 @@ void flow::add_object(const void* x, int owner, void* data, std::size_t size) {
 }
 
 void flow::add_lazy_object(const void* x, int owner, std::size_t size,
-                           std::function<std::span<std::byte>()> view) {
+                           std::function<std::span<std::byte>()> view,
+                           std::function<void()> release) {
   auto lazy = std::make_unique<detail::lazy_data>();
   lazy->view = std::move(view);
+  lazy->release = std::move(release);
   add_record(x, owner, nullptr, size, std::move(lazy));
 }
 
@@ -912,6 +1010,41 @@ void flow::transfer(std::size_t i, int to) {
   } else {
     p.e->expect_bytes = o.bytes;
     const int from = o.owner;
+    if (lazy != nullptr) {
+      // A lazy copy is allocated only once its data are there to receive,
+      // not when the receive could be posted (often long before the owner
+      // has computed them): a task probes for the message unless this
+      // rank's copy is allocated already, and the receive below waits for
+      // the probe.
+      detail::engine::promise probe = eng.make_promise(s);
+      task_started();
+      local_.emplace(
+          [s, e = probe.e, lazy, from, tag, comm](opaque&) {
+            const detail::task_guard guard{s};
+            if (s->skipped()) return;
+            if (lazy->held()) {
+              s->eng().settle(e);
+            } else {
+              s->eng().arm_probe(e, from, tag, comm);
+            }
+          },
+          weft::write(x));
+      task_started();
+      local_.emplace(
+          [s, e = p.e, lazy, count, from, tag, comm](opaque&) {
+            const detail::task_guard guard{s};
+            if (s->skipped()) return;
+            void* into = nullptr;
+            if (!detail::resolve_data(s, lazy, static_cast<std::size_t>(count), into)) return;
+            s->eng().arm(e, [&](MPI_Request* r) {
+              return MPI_Irecv(into, count, MPI_BYTE, from, tag, comm, r);
+            });
+          },
+          weft::write(x), weft::after(probe.f));
+      task_started();
+      local_.emplace([s](opaque&) { s->done(); }, weft::write(x), weft::after(p.f));
+      return;
+    }
     task_started();
     local_.emplace(
         [s, e = p.e, data, lazy, count, from, tag, comm](opaque&) {
@@ -993,6 +1126,38 @@ void flow::gather_object(const void* x, int root) {
   s->emplaced_since_wait = true;
   const detail::object_record& o = s->objects[i];
   if (o.owner != root && o.have[static_cast<std::size_t>(root)] != o.version) transfer(i, root);
+}
+
+// Every rank forgets that the non-owners hold x's current version, so the
+// next read there is a transfer again; a rank that holds a copy with a
+// release frees it in a task that writes x, which the local flow orders
+// after the copy's readers and before the next receive.
+void flow::drop_object(const void* x) {
+  detail::flow_state* s = state();
+  if (s->dead()) throw usage_error(aborted_text);
+  const std::size_t i = index_of(*s, x);
+  s->hash = detail::mix(detail::mix(s->hash, 4), i);
+  s->emplaced_since_wait = true;
+  detail::object_record& o = s->objects[i];
+  const auto me = static_cast<std::size_t>(s->rank());
+  const bool held_here = static_cast<int>(me) != o.owner && o.have[me] != ~std::uint64_t{0};
+  for (std::size_t r = 0; r < o.have.size(); ++r) {
+    if (static_cast<int>(r) != o.owner) o.have[r] = ~std::uint64_t{0};
+  }
+  if (!held_here || !o.lazy || !o.lazy->release || s->skipped()) return;
+  detail::lazy_data* const lazy = o.lazy.get();
+  task_started();
+  local_.emplace(
+      [s, lazy](opaque&) {
+        const detail::task_guard guard{s};
+        if (s->skipped()) return;
+        try {
+          lazy->drop();
+        } catch (...) {
+          s->fail_local(std::current_exception());
+        }
+      },
+      weft::write(as_opaque(const_cast<void*>(o.object))));
 }
 
 void flow::wait() {

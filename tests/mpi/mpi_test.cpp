@@ -119,7 +119,24 @@ void run_random_program(std::uint64_t seed, int objects, int tasks, std::size_t 
   std::mt19937_64 rng{seed};
   {
     weft::mpi::flow f{pool, MPI_COMM_WORLD};
-    for (int i = 0; i < objects; ++i) f.register_data(data[static_cast<std::size_t>(i)], i % n);
+    // Odd objects travel through a view, and a dropped copy of one is
+    // poisoned by its release: a task that read it afterwards, or a read
+    // that used it instead of receiving anew, would see 99s.
+    for (int i = 0; i < objects; ++i) {
+      cell& c = data[static_cast<std::size_t>(i)];
+      if (i % 2 == 0) {
+        f.register_data(c, i % n);
+      } else {
+        f.register_data(
+            c, i % n, sizeof(cell),
+            [](cell& x) {
+              return std::as_writable_bytes(std::span{&x, 1});
+            },
+            [](cell& x) {
+              x = cell{{99, 99, 99, 99}};
+            });
+      }
+    }
     auto pick = [&] {
       return static_cast<std::size_t>(rng() % static_cast<std::uint64_t>(objects));
     };
@@ -215,6 +232,9 @@ void run_random_program(std::uint64_t seed, int objects, int tasks, std::size_t 
           break;
         }
       }
+      // Now and then every rank drops its copies of an object: the next
+      // read elsewhere must receive the current version anew.
+      if (rng() % 16 == 0) f.drop_copies(data[pick()]);
       if (t == tasks / 2) f.wait();  // two phases
     }
     for (auto& x : data) f.gather(x, 0);
@@ -397,6 +417,126 @@ TEST(MpiFlow, LazyViewsAreAskedOnlyWhereTheDataTravel) {
   EXPECT_EQ(sink[static_cast<std::size_t>(me)].v[0], expected);
 }
 
+// A copy with a release: drop_copies frees it only after the tasks that
+// read it on that rank (each sleeps, so a release that came early would
+// find them unfinished), and the next read there receives the object anew,
+// asking the view again. The owner's instance is never released.
+struct released_block {
+  static constexpr std::size_t count = 256;
+  std::unique_ptr<std::uint64_t[]> values;
+  int views = 0;
+  std::vector<int> reads_at_release;  // the readers finished at each release
+  std::span<std::byte> bytes() {
+    ++views;
+    if (!values) values = std::make_unique<std::uint64_t[]>(count);
+    return std::as_writable_bytes(std::span{values.get(), count});
+  }
+};
+
+TEST(MpiFlow, DroppedCopiesAreReleasedAfterTheirReadersAndReceivedAgain) {
+  const int n = world_size();
+  const int me = world_rank();
+  weft::pool pool{weft::pool_options{.threads = 2}};
+  released_block x;
+  if (me == 0) x.values = std::make_unique<std::uint64_t[]>(released_block::count);
+  std::vector<cell> sink(static_cast<std::size_t>(n));
+  std::atomic<int> reads{0};
+  std::uint64_t messages = 0;
+  {
+    weft::mpi::flow f{pool, MPI_COMM_WORLD};
+    f.register_data(
+        x, 0, released_block::count * sizeof(std::uint64_t),
+        [](released_block& b) { return b.bytes(); },
+        [&reads](released_block& b) {
+          b.reads_at_release.push_back(reads.load());
+          b.values.reset();
+        });
+    for (int r = 0; r < n; ++r) f.register_data(sink[static_cast<std::size_t>(r)], r);
+    f.emplace(
+        [](released_block& b) {
+          for (std::size_t k = 0; k < released_block::count; ++k) b.values[k] = k + 1;
+        },
+        weft::write(x));
+    // Three readers per rank, then a drop, twice; each reader runs on its
+    // rank (it writes that rank's sink).
+    for (int round = 0; round < 2; ++round) {
+      for (int twice = 0; twice < 3; ++twice) {
+        for (int r = 0; r < n; ++r) {
+          f.emplace(
+              [&reads](const released_block& b, cell& out) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                for (std::size_t k = 0; k < released_block::count; ++k) out.v[0] += b.values[k];
+                reads.fetch_add(1);
+              },
+              weft::read(x), weft::write(sink[static_cast<std::size_t>(r)]));
+        }
+      }
+      f.drop_copies(x);
+    }
+    f.wait();
+    messages = f.statistics().messages_received;
+  }
+  const std::uint64_t sum = released_block::count * (released_block::count + 1) / 2;
+  EXPECT_EQ(sink[static_cast<std::size_t>(me)].v[0], 6 * sum) << "rank " << me;
+  if (me == 0) {
+    EXPECT_EQ(x.views, n == 1 ? 0 : 1) << "the owner's view is asked at its first send only";
+    EXPECT_TRUE(x.reads_at_release.empty()) << "the owner's instance was released";
+    EXPECT_NE(x.values, nullptr);
+  } else {
+    EXPECT_EQ(messages, 2U) << "the dropped copy was not received anew";
+    EXPECT_EQ(x.views, 2);
+    EXPECT_EQ(x.reads_at_release, (std::vector<int>{3, 6}))
+        << "a copy was released before its readers finished";
+    EXPECT_EQ(x.values, nullptr) << "the last copy was not released";
+  }
+}
+
+// A receiving rank asks the view (and so allocates) only once the data are
+// there to receive, not when the receive could be posted: rank 0 reads an
+// object that rank 1 writes 300 ms into the flow, and its view is asked
+// after rank 1's writer returned (both clocks are the machine's monotonic
+// clock).
+TEST(MpiFlow, ALazyCopyIsAllocatedWhenItsDataArrive) {
+  const int n = world_size();
+  if (n < 2) GTEST_SKIP() << "needs a rank that receives";
+  const int me = world_rank();
+  weft::pool pool{weft::pool_options{.threads = 1}};
+  lazy_block x;
+  if (me == 1) x.values = std::make_unique<std::uint64_t[]>(lazy_block::count);
+  cell out{};
+  std::int64_t viewed_at = 0;
+  std::int64_t written_at = 0;
+  auto now = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
+  {
+    weft::mpi::flow f{pool, MPI_COMM_WORLD};
+    f.register_data(x, 1, lazy_block::count * sizeof(std::uint64_t), [&](lazy_block& l) {
+      if (viewed_at == 0) viewed_at = now();
+      return l.bytes();
+    });
+    f.register_data(out, 0);
+    f.emplace(
+        [&](lazy_block& l) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          for (std::size_t k = 0; k < lazy_block::count; ++k) l.values[k] = 3;
+          written_at = now();
+        },
+        weft::write(x));
+    f.emplace(
+        [](const lazy_block& l, cell& o) {
+          for (std::size_t k = 0; k < lazy_block::count; ++k) o.v[0] += l.values[k];
+        },
+        weft::read(x), weft::write(out));
+    f.wait();
+  }
+  static_assert(sizeof(std::int64_t) == sizeof(long long));
+  MPI_Bcast(&written_at, 1, MPI_LONG_LONG, 1, MPI_COMM_WORLD);
+  if (me == 0) {
+    EXPECT_EQ(out.v[0], 3 * lazy_block::count);
+    EXPECT_EQ(x.views, 1);
+    EXPECT_GT(viewed_at, written_at) << "the copy was allocated before its data were sent";
+  }
+}
+
 TEST(MpiFlow, AViewOfTheWrongSizeAbortsTheFlowOnEveryRank) {
   const int n = world_size();
   if (n < 2) GTEST_SKIP() << "needs a rank that receives";
@@ -559,6 +699,7 @@ TEST(MpiFlow, BadDeclarationsAreUsageErrors) {
   f.register_data(b, n - 1);
   EXPECT_EQ(f.owner_of(&b), n - 1);
   EXPECT_THROW(f.emplace([](cell&) {}, weft::write(stranger)), weft::usage_error);
+  EXPECT_THROW(f.drop_copies(stranger), weft::usage_error);
   if (n > 1) {
     EXPECT_THROW(f.emplace([](cell&, cell&) {}, weft::write(a), weft::write(b)), weft::usage_error);
   }
