@@ -44,7 +44,7 @@ struct continuation_access {
   };
   static std::size_t push(pool& p, job* j) noexcept { return p.push_many(&j, 1); }
   static void count_finished(pool& p, job_cache& c, unsigned epoch) noexcept {
-    p.count_finished(c, epoch, 1);
+    p.count_job_finished(c, epoch);
   }
   static void uncount(pool& p, const pool::ticket& t) noexcept {
     p.count_finished(*t.cache, t.epoch, 1);
@@ -178,69 +178,81 @@ pool& collection_pool(const std::vector<future<T>>& fs, const char* what) {
 }
 
 // when_all's job: walks its futures in index order, waiting on one at a
-// time, and is queued once the walk has passed the last (docs/
-// continuations.md, "when_all's walk").
+// time, taking each result as it passes it, and is queued once the walk has
+// passed the last (docs/continuations.md, "when_all's walk").
 template <class T>
 struct all_job final : deferred_job<when_all_result_t<T>, all_job<T>> {
   all_job(pool& owner, const continuation_access::counted& c, std::vector<future<T>>&& fs)
       : deferred_job<when_all_result_t<T>, all_job>(owner, c), futures(std::move(fs)) {
+    if constexpr (!std::is_void_v<T>) values.reserve(futures.size());
     waiter.job = this;
     waiter.notify = &arrived;
   }
 
   static void arrived(latch_waiter* w) noexcept {
     auto* m = static_cast<member_waiter<all_job>*>(w);
-    m->job->walk_from(m->index + 1);
+    m->job->walk_from(m->index);
   }
 
-  // Passes every future from `first` on that is ready; subscribes the
-  // waiter to the first one that is not, whose set() continues the walk
+  // Passes every future from `first` on that is ready, taking its result
+  // (or its exception: the first in index order is kept, and the values
+  // after it are dropped unread), so that the futures are consumed while
+  // later ones still run, on whichever thread walks; subscribes the waiter
+  // to the first that is not ready, whose set() continues the walk there
   // (latch::set() reads the waiter's link before notifying it, so the
-  // notification may subscribe it again), or queues the job after the
-  // last. One thread walks at a time: when_all's caller, then whoever sets
-  // the future waited on; neither touches the job after its subscribe
-  // succeeds or after queue(). subscribe()'s acquire load (and CAS) pair
-  // with set()'s exchange, so the job sees every result the walk passed.
+  // notification may subscribe it again), or queues the job after the last.
+  // One thread walks at a time: when_all's caller, then whoever sets the
+  // future waited on; neither touches the job after its subscribe succeeds
+  // or after queue(). subscribe()'s acquire load (and CAS) pair with set()'s
+  // exchange, so the walker sees the result it takes, and queue() publishes
+  // what it took to the job's gather().
   void walk_from(std::size_t first) noexcept {
     for (std::size_t i = first; i < futures.size(); ++i) {
       waiter.index = i;
       if (future_access::state(futures[i])->done.subscribe(&waiter)) return;
+      take(futures[i]);
     }
     this->queue();
   }
 
-  void gather() {
-    std::exception_ptr first_error;
-    if constexpr (std::is_void_v<T>) {
-      for (future<void>& f : futures) {
-        if (std::exception_ptr e = take_error(f)) {
-          if (!first_error) first_error = std::move(e);
-        } else {
-          f.get();
-        }
+  // A ready future's result into the job. noexcept: a value whose move
+  // throws becomes the job's exception (as if its job had thrown).
+  void take(future<T>& f) noexcept {
+    if (std::exception_ptr e = take_error(f)) {
+      if (!first_error) first_error = std::move(e);
+      return;
+    }
+    try {
+      if constexpr (std::is_void_v<T>) {
+        f.get();
+      } else if (first_error) {
+        f = future<T>{};  // dropped unread, here rather than at the end
+      } else {
+        values.push_back(f.get());
       }
-      futures.clear();
-      if (first_error) std::rethrow_exception(first_error);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+
+  void gather() {
+    futures.clear();
+    // Taken out, so that the job keeps no reference: the last one is then
+    // the future's, and the exception is freed by whoever catches it (a
+    // reference dropped here would race, for ThreadSanitizer, with the
+    // catcher's reads: libstdc++'s count is not instrumented).
+    if (first_error) std::rethrow_exception(std::exchange(first_error, nullptr));
+    if constexpr (std::is_void_v<T>) {
       this->value.emplace();
     } else {
-      std::vector<T> values;
-      values.reserve(futures.size());
-      for (future<T>& f : futures) {
-        if (std::exception_ptr e = take_error(f)) {
-          if (!first_error) first_error = std::move(e);
-        } else if (!first_error) {
-          values.push_back(f.get());
-        }
-      }
-      // The futures (and the results not taken after an exception) go here,
-      // on the job's thread.
-      futures.clear();
-      if (first_error) std::rethrow_exception(first_error);
       this->value.emplace(std::move(values));
     }
   }
 
-  std::vector<future<T>> futures;
+  struct no_values {};
+  std::vector<future<T>> futures;  // each empty once taken
+  std::conditional_t<std::is_void_v<T>, no_values, std::vector<T>> values;
+  std::exception_ptr first_error;
   member_waiter<all_job> waiter;  // subscribed to at most one future at a time
 };
 

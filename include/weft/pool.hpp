@@ -635,6 +635,20 @@ class pool {
     c.finished[e].fetch_add(n, std::memory_order_seq_cst);
     wake_idle_waiters();
   }
+  // A job counted against c in parity e has finished on the calling thread.
+  // A worker of this pool adds it to its own deferred count, handed over
+  // with its heap jobs' (retire(), flush()): quiescent() sums every cache,
+  // so which cache counts the finish does not matter, and the finishing
+  // workers stop contending for the counter of the cache that spawned
+  // (for an outside submitter, one line shared by every worker).
+  void count_job_finished(detail::job_cache& c, unsigned e) noexcept {
+    detail::worker* self = detail::tls.self;
+    if (self != nullptr && on_own_worker()) {
+      ++self->finished[e];
+      return;
+    }
+    count_finished(c, e, 1);
+  }
   // For work counted as a whole (a graph run): one job on the shared cache.
   ticket enter() { return count_shared(); }
   void leave(unsigned e) noexcept { count_finished(external_cache_, e, 1); }
@@ -1586,7 +1600,7 @@ struct future_job final : future_state<R> {
       destroy_job(self);
     }
     // Last: the pool may be destroyed once the job counts as finished.
-    owner->count_finished(counted, epoch, 1);
+    owner->count_job_finished(counted, epoch);
   }
 
   // Whoever lets go of the state last, on any thread (also after the pool

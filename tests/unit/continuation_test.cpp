@@ -204,6 +204,55 @@ TEST_P(continuation_test, when_all_gathers_in_order_whatever_order_they_finish_i
   }
 }
 
+// when_all takes each result as its walk passes it, while later futures
+// still run: with the last job held back, the values of all the others are
+// moved out of their futures (a move each at least) before it finishes, not
+// all at the end.
+struct counted_moves {
+  static std::atomic<int> moves;
+  int v = 0;
+  explicit counted_moves(int x) noexcept : v(x) {}
+  counted_moves(counted_moves&& o) noexcept : v(o.v) { moves.fetch_add(1); }
+  counted_moves(const counted_moves&) = delete;
+  counted_moves& operator=(const counted_moves&) = delete;
+  counted_moves& operator=(counted_moves&&) = delete;
+  ~counted_moves() = default;
+};
+std::atomic<int> counted_moves::moves{0};
+
+TEST_P(continuation_test, when_all_takes_each_result_before_the_last_finishes) {
+  if (GetParam() == 0) GTEST_SKIP() << "a job held back needs a worker";
+  weft::pool pool{options()};
+  const int n = 100;
+  std::atomic<int> finished{0};
+  std::atomic<bool> open{false};
+  std::vector<weft::future<counted_moves>> futures;
+  for (int i = 0; i < n - 1; ++i) {
+    futures.push_back(pool.submit([i, &finished] {
+      finished.fetch_add(1);
+      return counted_moves{i};
+    }));
+  }
+  futures.push_back(pool.submit([&open] {
+    while (!open.load()) std::this_thread::yield();
+    return counted_moves{n - 1};
+  }));
+  while (finished.load() != n - 1) std::this_thread::yield();
+  const int before = counted_moves::moves.load();
+  weft::future<std::vector<counted_moves>> all = weft::when_all(std::move(futures));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (counted_moves::moves.load() - before < n - 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_GE(counted_moves::moves.load() - before, n - 1)
+      << "the results were not taken while the last job was still running";
+  open.store(true);
+  const std::vector<counted_moves> values = all.get();
+  ASSERT_EQ(values.size(), static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(values[static_cast<std::size_t>(i)].v, i);
+}
+
 TEST_P(continuation_test, when_all_of_void_futures) {
   weft::pool pool{options()};
   const std::size_t n = weft::test::scaled(10'000, 100);
