@@ -49,7 +49,8 @@ void add_jobs(std::string_view variant, std::initializer_list<std::int64_t> batc
                  }
                })
         ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.2)
+        ->MinTime(bench::min_time)
+        ->MinWarmUpTime(bench::warm_up)
         ->UseRealTime();
   }
 }
@@ -107,7 +108,8 @@ void add_futures(std::string_view variant, Setup setup) {
                }
              })
       ->Unit(benchmark::kMillisecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
 }
 

@@ -398,7 +398,8 @@ void add(std::string_view variant, Setup setup) {
                  state.counters["tile"] = sz.b;
                })
         ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.2)
+        ->MinTime(bench::min_time)
+        ->MinWarmUpTime(bench::warm_up)
         ->UseManualTime();
   }
 }

@@ -63,7 +63,8 @@ const int timing = bench::on_startup(bench::suite::timing, [] {
     bench::add("cholesky", std::to_string(sz.n), "lapacke",
                [sz](benchmark::State& state) { run_lapacke(state, sz.n, sz.b); })
         ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.2)
+        ->MinTime(bench::min_time)
+        ->MinWarmUpTime(bench::warm_up)
         ->UseManualTime();
   }
 });

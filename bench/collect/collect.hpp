@@ -121,7 +121,8 @@ void add(std::string_view size, std::string_view variant, results (*expected)(),
                }
              })
       ->Unit(benchmark::kMillisecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
 }
 

@@ -46,6 +46,18 @@ std::uint16_t workers_from_environment();
 // does; and OpenMP's num_threads() takes an integer, not a class.
 inline const std::uint16_t workers = workers_from_environment();
 
+// How long a timed benchmark runs at least, and how long it runs first
+// without being measured (Benchmark::MinTime / MinWarmUpTime). Without the
+// warm-up, Google Benchmark accepted a single cold first iteration whenever
+// that one alone outlasted min_time: a new pool's first run, with its
+// memory not yet touched, took 245 ms where the next took 24 (a 1,048,576
+// task linear chain), so rows came out 24 or 245 ms from run to run, and
+// 1,000,000 jobs spawned one by one 28 or 269 ms. With 0.1 s of warm-up,
+// 8 runs of each gave 23.4-25.5 ms and 30.4-35.3 ms. Every competitor's
+// row gets the same.
+inline constexpr double min_time = 0.2;
+inline constexpr double warm_up = 0.1;
+
 enum class suite { timing, peak_rss };
 
 // Queues `add` to run in main() if `which` is the selected suite. Returns a

@@ -50,7 +50,8 @@ void add(std::string_view variant, run_by who, Setup setup) {
           }
         })
         ->Unit(n >= 100'000 ? benchmark::kMillisecond : benchmark::kMicrosecond)
-        ->MinTime(0.2)
+        ->MinTime(bench::min_time)
+        ->MinWarmUpTime(bench::warm_up)
         ->UseRealTime();
   }
 }

@@ -115,7 +115,8 @@ void add_timing(std::string_view variant, Setup setup, counters reported = count
           measure_spawns(state, fib, n, sequential_ns);
         })
         ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.2)
+        ->MinTime(bench::min_time)
+        ->MinWarmUpTime(bench::warm_up)
         ->UseRealTime();
   }
 }

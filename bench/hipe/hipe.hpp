@@ -128,7 +128,8 @@ void add_compute(std::string_view variant, Setup setup) {
                      });
                })
         ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.2)
+        ->MinTime(bench::min_time)
+        ->MinWarmUpTime(bench::warm_up)
         ->UseManualTime();
   }
 }
@@ -151,7 +152,8 @@ void add_memory(std::string_view variant, Setup setup) {
             });
       })
       ->Unit(benchmark::kMillisecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseManualTime();
 }
 

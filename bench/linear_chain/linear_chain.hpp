@@ -32,7 +32,8 @@ void add_build_run(std::string_view variant, Setup setup) {
           }
         })
         ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.2)
+        ->MinTime(bench::min_time)
+        ->MinWarmUpTime(bench::warm_up)
         ->UseRealTime();
   }
 }
@@ -53,7 +54,8 @@ void add_run(std::string_view variant, Setup setup) {
           }
         })
         ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.2)
+        ->MinTime(bench::min_time)
+        ->MinWarmUpTime(bench::warm_up)
         ->UseRealTime();
   }
 }

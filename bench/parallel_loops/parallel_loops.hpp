@@ -106,7 +106,8 @@ void add_sum(std::string_view variant, Setup setup) {
                }
              })
       ->Unit(benchmark::kMillisecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
 }
 
@@ -126,7 +127,8 @@ void add_balanced(std::string_view variant, Setup setup) {
                    "elements not bumped once per iteration");
              })
       ->Unit(benchmark::kMillisecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
 }
 
@@ -147,7 +149,8 @@ void add_unbalanced(std::string_view variant, Setup setup) {
                }
              })
       ->Unit(benchmark::kMillisecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
 }
 
@@ -168,7 +171,8 @@ void add_slow(std::string_view variant, Setup setup) {
                }
              })
       ->Unit(benchmark::kMicrosecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
 }
 

@@ -44,7 +44,8 @@ void run(benchmark::State& state) {
 const int timing = bench::on_startup(bench::suite::timing, [] {
   bench::add("ping_pong", std::to_string(bench::round_trip::rounds), "atomic", run)
       ->Unit(benchmark::kMicrosecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
 });
 

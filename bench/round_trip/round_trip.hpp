@@ -58,7 +58,8 @@ inline benchmark::internal::Benchmark* add(std::string_view variant,
                                            void (*run)(benchmark::State&)) {
   return bench::add("round_trip", std::to_string(rounds), variant, run)
       ->Unit(benchmark::kMicrosecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
 }
 

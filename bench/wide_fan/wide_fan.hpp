@@ -49,7 +49,8 @@ void add(std::string_view variant, Setup setup) {
                }
              })
       ->Unit(benchmark::kMillisecond)
-      ->MinTime(0.2)
+      ->MinTime(bench::min_time)
+      ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
 }
 
