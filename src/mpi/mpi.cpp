@@ -1010,12 +1010,20 @@ void flow::transfer(std::size_t i, int to) {
   } else {
     p.e->expect_bytes = o.bytes;
     const int from = o.owner;
+    auto receive = [s, e = p.e, data, lazy, count, from, tag, comm](opaque&) {
+      const detail::task_guard guard{s};
+      if (s->skipped()) return;
+      void* into = data;
+      if (!detail::resolve_data(s, lazy, static_cast<std::size_t>(count), into)) return;
+      s->eng().arm(
+          e, [&](MPI_Request* r) { return MPI_Irecv(into, count, MPI_BYTE, from, tag, comm, r); });
+    };
     if (lazy != nullptr) {
       // A lazy copy is allocated only once its data are there to receive,
       // not when the receive could be posted (often long before the owner
       // has computed them): a task probes for the message unless this
-      // rank's copy is allocated already, and the receive below waits for
-      // the probe.
+      // rank's copy is allocated already, and the receive waits for the
+      // probe.
       detail::engine::promise probe = eng.make_promise(s);
       task_started();
       local_.emplace(
@@ -1030,33 +1038,11 @@ void flow::transfer(std::size_t i, int to) {
           },
           weft::write(x));
       task_started();
-      local_.emplace(
-          [s, e = p.e, lazy, count, from, tag, comm](opaque&) {
-            const detail::task_guard guard{s};
-            if (s->skipped()) return;
-            void* into = nullptr;
-            if (!detail::resolve_data(s, lazy, static_cast<std::size_t>(count), into)) return;
-            s->eng().arm(e, [&](MPI_Request* r) {
-              return MPI_Irecv(into, count, MPI_BYTE, from, tag, comm, r);
-            });
-          },
-          weft::write(x), weft::after(probe.f));
+      local_.emplace(std::move(receive), weft::write(x), weft::after(probe.f));
+    } else {
       task_started();
-      local_.emplace([s](opaque&) { s->done(); }, weft::write(x), weft::after(p.f));
-      return;
+      local_.emplace(std::move(receive), weft::write(x));
     }
-    task_started();
-    local_.emplace(
-        [s, e = p.e, data, lazy, count, from, tag, comm](opaque&) {
-          const detail::task_guard guard{s};
-          if (s->skipped()) return;
-          void* into = data;
-          if (!detail::resolve_data(s, lazy, static_cast<std::size_t>(count), into)) return;
-          s->eng().arm(e, [&](MPI_Request* r) {
-            return MPI_Irecv(into, count, MPI_BYTE, from, tag, comm, r);
-          });
-        },
-        weft::write(x));
     task_started();
     local_.emplace([s](opaque&) { s->done(); }, weft::write(x), weft::after(p.f));
   }

@@ -347,7 +347,8 @@ TEST(MpiFlow, ViewsCarryTheirData) {
 struct lazy_block {
   static constexpr std::size_t count = 512;
   std::unique_ptr<std::uint64_t[]> values;
-  int views = 0;  // how often the flow asked this rank for the data
+  int views = 0;                      // how often the flow asked this rank for the data
+  std::vector<int> reads_at_release;  // with a release: the readers finished at each release
   std::span<std::byte> bytes() {
     ++views;
     if (!values) values = std::make_unique<std::uint64_t[]>(count);
@@ -421,40 +422,27 @@ TEST(MpiFlow, LazyViewsAreAskedOnlyWhereTheDataTravel) {
 // read it on that rank (each sleeps, so a release that came early would
 // find them unfinished), and the next read there receives the object anew,
 // asking the view again. The owner's instance is never released.
-struct released_block {
-  static constexpr std::size_t count = 256;
-  std::unique_ptr<std::uint64_t[]> values;
-  int views = 0;
-  std::vector<int> reads_at_release;  // the readers finished at each release
-  std::span<std::byte> bytes() {
-    ++views;
-    if (!values) values = std::make_unique<std::uint64_t[]>(count);
-    return std::as_writable_bytes(std::span{values.get(), count});
-  }
-};
-
 TEST(MpiFlow, DroppedCopiesAreReleasedAfterTheirReadersAndReceivedAgain) {
   const int n = world_size();
   const int me = world_rank();
   weft::pool pool{weft::pool_options{.threads = 2}};
-  released_block x;
-  if (me == 0) x.values = std::make_unique<std::uint64_t[]>(released_block::count);
+  lazy_block x;
+  if (me == 0) x.values = std::make_unique<std::uint64_t[]>(lazy_block::count);
   std::vector<cell> sink(static_cast<std::size_t>(n));
   std::atomic<int> reads{0};
   std::uint64_t messages = 0;
   {
     weft::mpi::flow f{pool, MPI_COMM_WORLD};
     f.register_data(
-        x, 0, released_block::count * sizeof(std::uint64_t),
-        [](released_block& b) { return b.bytes(); },
-        [&reads](released_block& b) {
+        x, 0, lazy_block::count * sizeof(std::uint64_t), [](lazy_block& b) { return b.bytes(); },
+        [&reads](lazy_block& b) {
           b.reads_at_release.push_back(reads.load());
           b.values.reset();
         });
     for (int r = 0; r < n; ++r) f.register_data(sink[static_cast<std::size_t>(r)], r);
     f.emplace(
-        [](released_block& b) {
-          for (std::size_t k = 0; k < released_block::count; ++k) b.values[k] = k + 1;
+        [](lazy_block& b) {
+          for (std::size_t k = 0; k < lazy_block::count; ++k) b.values[k] = k + 1;
         },
         weft::write(x));
     // Three readers per rank, then a drop, twice; each reader runs on its
@@ -463,9 +451,9 @@ TEST(MpiFlow, DroppedCopiesAreReleasedAfterTheirReadersAndReceivedAgain) {
       for (int twice = 0; twice < 3; ++twice) {
         for (int r = 0; r < n; ++r) {
           f.emplace(
-              [&reads](const released_block& b, cell& out) {
+              [&reads](const lazy_block& b, cell& out) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(2));
-                for (std::size_t k = 0; k < released_block::count; ++k) out.v[0] += b.values[k];
+                for (std::size_t k = 0; k < lazy_block::count; ++k) out.v[0] += b.values[k];
                 reads.fetch_add(1);
               },
               weft::read(x), weft::write(sink[static_cast<std::size_t>(r)]));
@@ -476,7 +464,7 @@ TEST(MpiFlow, DroppedCopiesAreReleasedAfterTheirReadersAndReceivedAgain) {
     f.wait();
     messages = f.statistics().messages_received;
   }
-  const std::uint64_t sum = released_block::count * (released_block::count + 1) / 2;
+  const std::uint64_t sum = lazy_block::count * (lazy_block::count + 1) / 2;
   EXPECT_EQ(sink[static_cast<std::size_t>(me)].v[0], 6 * sum) << "rank " << me;
   if (me == 0) {
     EXPECT_EQ(x.views, n == 1 ? 0 : 1) << "the owner's view is asked at its first send only";
