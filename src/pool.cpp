@@ -931,6 +931,7 @@ detail::job* pool::idle(detail::worker& w) {
   // sleep_controller::try_start_searching().
   const std::uint64_t max_searchers = std::max<std::size_t>(1, size() / 2);
   bool searching = sleep_.try_start_searching(max_searchers);
+  sleep_.notify_listeners();
   for (;;) {
     if (leaving(w)) {
       // resize() takes us away: retire() wakes a worker for what we leave.

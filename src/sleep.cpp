@@ -92,4 +92,24 @@ void sleep_controller::stop() {
   cv_.notify_all();
 }
 
+void sleep_controller::add_listener(idle_listener& l) {
+  const std::lock_guard lock{mutex_};
+  listeners_.push_back(&l);
+  // Relaxed: see notify_listeners().
+  listener_count_.store(listeners_.size(), std::memory_order_relaxed);
+}
+
+void sleep_controller::remove_listener(idle_listener& l) noexcept {
+  const std::lock_guard lock{mutex_};
+  std::erase(listeners_, &l);
+  // Relaxed: see notify_listeners(). A worker that read the old count takes
+  // the lock and finds l gone.
+  listener_count_.store(listeners_.size(), std::memory_order_relaxed);
+}
+
+void sleep_controller::notify_listeners_locked() noexcept {
+  const std::lock_guard lock{mutex_};
+  for (idle_listener* l : listeners_) l->notify(l->context);
+}
+
 }  // namespace weft::detail

@@ -60,8 +60,14 @@ struct progress_options {
   /// The first poll after a request starts or completes comes this soon;
   /// each poll that finds nothing doubles the delay up to max_interval.
   std::chrono::microseconds min_interval{20};
-  /// The longest delay between two polls while requests are pending.
+  /// The longest delay between two polls while requests are pending and a
+  /// worker of the pool is idle.
   std::chrono::microseconds max_interval{200};
+  /// The delay between two polls while requests are pending and every
+  /// worker is busy: a completed request could only wait for a worker
+  /// meanwhile. A worker that runs out of work starts a poll at once. A
+  /// value below max_interval counts as max_interval.
+  std::chrono::microseconds busy_interval{1000};
 };
 
 /// Counters of a progress engine (progress::statistics, flow::statistics).

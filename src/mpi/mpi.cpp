@@ -3,6 +3,7 @@
 #include "weft/mpi.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <functional>
@@ -15,12 +16,14 @@
 #include <vector>
 
 #include "weft/continuation.hpp"  // detail::deferred_job, continuation_access
+#include "weft/detail/scheduler.hpp"
 
 namespace weft::mpi {
 namespace detail {
 
 using weft::detail::continuation_access;
 using weft::detail::deferred_job;
+using weft::detail::scheduler;
 
 namespace {
 
@@ -106,11 +109,21 @@ class engine {
       throw usage_error("weft::mpi: progress_options needs 0 < min_interval <= max_interval");
     }
     interval_ = options_.min_interval;
-    poller_ = std::thread([this] { poll_loop(); });
+    scheduler::add_idle_listener(pool_, listener_);
+    try {
+      poller_ = std::thread([this] { poll_loop(); });
+    } catch (...) {
+      scheduler::remove_idle_listener(pool_, listener_);
+      throw;
+    }
   }
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
-  ~engine() { stop_polling(); }
+  ~engine() {
+    // First: no worker calls worker_idle() once this returns.
+    scheduler::remove_idle_listener(pool_, listener_);
+    stop_polling();
+  }
 
   struct promise {
     std::shared_ptr<entry> e;
@@ -443,6 +456,13 @@ class engine {
   // on the pool cost ~110 us of CPU per poll here (a worker's wake-up and
   // its idle spin afterwards), against ~6 us for this thread's sleep and
   // wake (docs/mpi.md, "The progress engine").
+  // While every worker of the pool is busy, a message that completes can
+  // only wait for one of them to finish its job, so the thread polls every
+  // busy_interval; a worker that runs out of work kicks it (worker_idle())
+  // and it polls at once, then every interval() while a worker is idle
+  // (docs/mpi.md, "The progress engine"). Each poll is a wake-up of this
+  // thread, which on a machine whose cores the workers fill preempts one
+  // of them.
   void poll_loop() {
     std::unique_lock lock{poll_mutex_};
     while (!stop_) {
@@ -455,9 +475,36 @@ class engine {
       const std::size_t n = poll(true);
       lock.lock();
       if (n == 0 && !stop_ && !kick_) {
-        poll_cv_.wait_for(lock, interval(), [&] { return stop_ || kick_; });
+        auto kicked = [&] { return stop_ || kick_; };
+        if (scheduler::someone_idle(pool_)) {
+          poll_cv_.wait_for(lock, interval(), kicked);
+        } else {
+          // Relaxed: resting_ is a hint for worker_idle(). A worker that
+          // goes idle between the look above and this store does not kick
+          // us, and waits for the poll at the end of this rest (at most
+          // busy_interval); the look again below narrows that window.
+          resting_.store(true, std::memory_order_relaxed);
+          if (!scheduler::someone_idle(pool_)) {
+            poll_cv_.wait_for(lock, std::max(options_.busy_interval, options_.max_interval),
+                              kicked);
+          }
+          resting_.store(false, std::memory_order_relaxed);
+        }
       }
       kick_ = false;
+    }
+  }
+  // On a worker that runs out of work: ends a busy rest of the poller.
+  static void worker_idle(void* self) noexcept {
+    auto* e = static_cast<engine*>(self);
+    // Relaxed: see poll_loop(); the exchange makes one worker kick per rest.
+    if (!e->resting_.load(std::memory_order_relaxed) ||
+        !e->resting_.exchange(false, std::memory_order_relaxed)) {
+      return;
+    }
+    try {
+      e->kick();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the rest ends by itself
     }
   }
   void kick() {
@@ -495,6 +542,9 @@ class engine {
   std::condition_variable poll_cv_;
   bool kick_ = false;
   bool stop_ = false;
+  // The poller rests for busy_interval (poll_loop()).
+  std::atomic<bool> resting_{false};
+  weft::detail::idle_listener listener_{&worker_idle, this};
   std::thread poller_;
 
   std::mutex waiter_mutex_;

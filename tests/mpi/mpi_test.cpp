@@ -91,6 +91,56 @@ TEST(MpiProgress, DestroyingCancelsPendingReceives) {
   EXPECT_THROW(f.get(), weft::mpi::error);
 }
 
+// While every worker is busy, the poller rests for busy_interval instead of
+// polling every max_interval, and a worker that runs out of work ends the
+// rest. The only worker is busy for 300 ms, and a message to this rank
+// arrives 100 ms into it: the poller (resting up to 20 s) polls at most a
+// few times meanwhile, where every max_interval would be over a thousand
+// polls, and sees the message soon after the worker is free, not 20 s later.
+TEST(MpiProgress, PollsRarelyWhileEveryWorkerIsBusy) {
+  using namespace std::chrono_literals;
+  using clock = std::chrono::steady_clock;
+  weft::pool pool{weft::pool_options{.threads = 1}};
+  weft::mpi::progress progress{pool,
+                               {.min_interval = 20us, .max_interval = 200us, .busy_interval = 20s}};
+  const int me = world_rank();
+  int in = -1;
+  MPI_Request recv = MPI_REQUEST_NULL;
+  MPI_Irecv(&in, 1, MPI_INT, me, 77, MPI_COMM_WORLD, &recv);
+  weft::future<MPI_Status> r = progress.after(recv);
+  std::atomic<bool> started{false};
+  std::uint64_t polls_at_start = 0;
+  std::uint64_t polls_at_end = 0;
+  clock::time_point freed;
+  weft::future<void> busy = pool.submit([&] {
+    polls_at_start = progress.statistics().polls;
+    started.store(true);
+    std::this_thread::sleep_for(300ms);
+    polls_at_end = progress.statistics().polls;
+    freed = clock::now();
+  });
+  while (!started.load()) std::this_thread::yield();
+  std::this_thread::sleep_for(100ms);
+  int out = 5;
+  MPI_Send(&out, 1, MPI_INT, me, 77, MPI_COMM_WORLD);
+  busy.get();
+  r.get();
+  const clock::duration seen_after = clock::now() - freed;
+  EXPECT_EQ(in, 5);
+  EXPECT_LE(polls_at_end - polls_at_start, 3U)
+      << "the poller did not rest while the worker was busy";
+  EXPECT_LT(seen_after, 5s) << "the worker that went idle did not end the poller's rest";
+}
+
+TEST(MpiProgress, IntervalsOutOfOrderAreAUsageError) {
+  using namespace std::chrono_literals;
+  weft::pool pool{weft::pool_options{.threads = 1}};
+  EXPECT_THROW((weft::mpi::progress{pool, {.min_interval = 0us}}), weft::usage_error);
+  EXPECT_THROW((weft::mpi::progress{pool, {.min_interval = 300us}}), weft::usage_error);
+  // A busy interval below max_interval is max_interval: not an error.
+  EXPECT_NO_THROW((weft::mpi::progress{pool, {.busy_interval = 100us}}));
+}
+
 // A random program over objects spread block-cyclically: each task reads a
 // few objects and writes one (or only reads, and checks what it sees); the
 // writes use every mode of the flow (write, commute, concurrent, reduce). On

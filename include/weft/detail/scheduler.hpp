@@ -70,6 +70,18 @@ struct scheduler {
     return p.timers_;
   }
 
+  // l.notify(l.context) is called by each worker of p that runs out of
+  // work, at the start of its idle search, until remove_idle_listener(p, l)
+  // returns (which waits for a call under way). Added while a worker is
+  // going idle, l may miss that one. Throws std::bad_alloc.
+  static void add_idle_listener(pool& p, idle_listener& l) { p.sleep_.add_listener(l); }
+  static void remove_idle_listener(pool& p, idle_listener& l) noexcept {
+    p.sleep_.remove_listener(l);
+  }
+  // A hint, stale as soon as it is read: whether a worker of p is searching
+  // for work or asleep.
+  [[nodiscard]] static bool someone_idle(const pool& p) noexcept { return p.sleep_.someone_idle(); }
+
   [[nodiscard]] static bool sequential(const pool& p) noexcept { return p.sequential(); }
   // The most workers p may have (per-worker state is sized by it: a pool
   // may grow while a front end's state lives).

@@ -4,12 +4,24 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "config.hpp"
 
 namespace weft::detail {
+
+// A front end that wants to hear when a worker of a pool runs out of work
+// (scheduler::add_idle_listener): weft::mpi's poller, which polls rarely
+// while every worker is busy and at once when one is not.
+struct idle_listener {
+  // Called on the worker, at the start of its idle search, under the sleep
+  // controller's lock: must be short and must not block.
+  void (*notify)(void* context) noexcept = nullptr;
+  void* context = nullptr;
+};
 
 // An idle worker is first *searching* (spinning over the queues), then
 // *sleeping* (announced, re-checking, or parked). The state word counts
@@ -103,6 +115,21 @@ class sleep_controller {
   // Wakes every worker for good; park() returns false from now on.
   void stop();
 
+  // The idle listeners (scheduler::add_idle_listener). add_listener throws
+  // std::bad_alloc; remove_listener returns once no call of l is under way.
+  void add_listener(idle_listener& l);
+  void remove_listener(idle_listener& l) noexcept;
+  // Worker, as it starts an idle search: tells the listeners, if any. One
+  // load, of the line the worker's try_start_searching() just wrote, when
+  // there are none.
+  void notify_listeners() noexcept {
+    // Relaxed: a listener is told of the idle periods that begin after it
+    // was added, give or take one (scheduler::add_idle_listener).
+    if (listener_count_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      notify_listeners_locked();
+    }
+  }
+
  private:
   // Three 21-bit counters in one word: sleepers, tokens, searchers.
   static constexpr unsigned field_bits = 21;
@@ -117,13 +144,20 @@ class sleep_controller {
   }
 
   void wake_one(std::uint64_t s) noexcept;
+  void notify_listeners_locked() noexcept;
 
   // Any thread.
   alignas(cache_line) std::atomic<std::uint64_t> state_{0};
-  // Guards the condition variable's wait; stopping_ is written under it.
+  // listeners_.size(), written under mutex_. In the padding of state_'s
+  // line, as listeners_ is in that of mutex_'s: the controller, and so the
+  // pool's layout, is as large as without them.
+  std::atomic<std::size_t> listener_count_{0};
+  // Guards the condition variable's wait and listeners_; stopping_ is
+  // written under it.
   alignas(cache_line) std::mutex mutex_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  std::vector<idle_listener*> listeners_;
 };
 
 }  // namespace weft::detail
