@@ -568,8 +568,14 @@ run_state* graph_core::spare_state() {
       recycle(s);
       return take(s);
     }
-    if (refs == run_state::graph_ref + run_state::future_ref) {
-      // Its run is over and only its future holds it: let the future have it.
+    if (refs == run_state::graph_ref + run_state::future_ref && spare_.size() > spares_kept) {
+      // Its run is over and only its future holds it, and the graph already
+      // keeps many states: let the future have it, so that a caller who
+      // keeps thousands of futures does not make every enqueue scan them.
+      // Below that, it stays a spare, free again once its future is gone:
+      // a caller who holds a finished run's future while it starts the next
+      // must not cost the graph a state each time (tests/stress,
+      // a_held_future_does_not_cost_the_graph_a_state).
       it = spare_.erase(it);
       release_state(s);
       continue;

@@ -671,6 +671,9 @@ class graph_core {
   run_state* queue_tail_ = nullptr;
   bool turn_free_ = false;
   std::vector<run_state*> spare_;
+  // How many spares the graph keeps even while their futures hold them
+  // (spare_state()).
+  static constexpr std::size_t spares_kept = 8;
   std::mutex error_mutex_;
   std::exception_ptr error_;  // first exception of the run, guarded by error_mutex_
 

@@ -159,6 +159,45 @@ TEST_P(graph_stress, reruns_allocate_nothing) {
 #endif
 }
 
+TEST_P(graph_stress, a_held_future_does_not_cost_the_graph_a_state) {
+#ifndef WEFT_TEST_REPLACES_NEW
+  GTEST_SKIP() << "allocations are not counted under the sanitizers";
+#else
+  if (GetParam() == 0) GTEST_SKIP() << "needs a worker to run a while the caller queues b";
+  // The caller keeps the futures of finished runs while it starts another:
+  // run a (held back by its first task), queue b, let both finish, then run
+  // c with a's and b's futures still held. c needs a state other than
+  // theirs; the one b used must stay the graph's, to be reused next round,
+  // not go with b's future (which cost a new state every round).
+  weft::pool pool{options()};
+  weft::graph g;
+  std::atomic<bool> open{true};
+  std::atomic<int> runs{0};
+  g.emplace([&] {
+    while (!open.load()) std::this_thread::yield();
+    runs.fetch_add(1);
+  });
+  auto round = [&] {
+    open = false;
+    auto a = pool.run(g);
+    auto b = pool.run(g);  // queued behind a
+    open = true;
+    b.wait();              // b's future still holds its state
+    auto c = pool.run(g);  // a and b finished, their futures held
+    c.get();
+    a.get();
+    b.get();
+  };
+  for (int r = 0; r < 3; ++r) round();
+  allocations = 0;
+  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
+  for (int r = 0; r < 20; ++r) round();
+  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
+  EXPECT_EQ(allocations.load(), 0U);
+  EXPECT_EQ(runs.load(), 23 * 3);
+#endif
+}
+
 TEST_P(graph_stress, ten_thousand_reruns) {
   weft::pool pool{options()};
   weft::graph g;
