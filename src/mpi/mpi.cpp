@@ -475,26 +475,23 @@ class engine {
       const std::size_t n = poll(true);
       lock.lock();
       if (n == 0 && !stop_ && !kick_) {
-        auto kicked = [&] { return stop_ || kick_; };
-        if (scheduler::someone_idle(pool_)) {
-          poll_cv_.wait_for(lock, interval(), kicked);
-        } else {
-          // Relaxed: resting_ is a hint for worker_idle(). A worker that
-          // goes idle between the look above and this store does not kick
-          // us, and waits for the poll at the end of this rest (at most
-          // busy_interval); the look again below narrows that window.
-          resting_.store(true, std::memory_order_relaxed);
-          if (!scheduler::someone_idle(pool_)) {
-            poll_cv_.wait_for(lock, std::max(options_.busy_interval, options_.max_interval),
-                              kicked);
-          }
-          resting_.store(false, std::memory_order_relaxed);
-        }
+        // Relaxed: resting_ is a hint for worker_idle(), set before the
+        // look at the pool so that a worker going idle after that look
+        // kicks us. One that went idle just before, unseen by a stale
+        // look, waits for the poll at the end of this rest (at most
+        // busy_interval). A kick during a short rest only polls sooner.
+        resting_.store(true, std::memory_order_relaxed);
+        const std::chrono::microseconds rest =
+            scheduler::someone_idle(pool_)
+                ? interval()
+                : std::max(options_.busy_interval, options_.max_interval);
+        poll_cv_.wait_for(lock, rest, [&] { return stop_ || kick_; });
+        resting_.store(false, std::memory_order_relaxed);
       }
       kick_ = false;
     }
   }
-  // On a worker that runs out of work: ends a busy rest of the poller.
+  // On a worker that runs out of work: ends the poller's rest.
   static void worker_idle(void* self) noexcept {
     auto* e = static_cast<engine*>(self);
     // Relaxed: see poll_loop(); the exchange makes one worker kick per rest.
@@ -542,7 +539,7 @@ class engine {
   std::condition_variable poll_cv_;
   bool kick_ = false;
   bool stop_ = false;
-  // The poller rests for busy_interval (poll_loop()).
+  // The poller is between two polls (poll_loop()).
   std::atomic<bool> resting_{false};
   weft::detail::idle_listener listener_{&worker_idle, this};
   std::thread poller_;
