@@ -26,6 +26,16 @@
 namespace {
 std::atomic<std::size_t> allocations{0};
 void count_allocation() { allocations.fetch_add(1, std::memory_order_relaxed); }
+
+// The heap allocations, program-wide, while f() runs `rounds` times.
+template <class F>
+std::size_t allocations_during(int rounds, F&& f) {
+  allocations = 0;
+  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
+  for (int r = 0; r < rounds; ++r) f();
+  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
+  return allocations.load();
+}
 }  // namespace
 #endif
 
@@ -134,11 +144,7 @@ TEST_P(graph_stress, reruns_allocate_nothing) {
   // Warm up: the first run checks the graph, makes the run state, and lets
   // the pool's queues reach their working size.
   for (int r = 0; r < 20; ++r) pool.run(g).get();
-  allocations = 0;
-  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
-  for (int r = 0; r < 200; ++r) pool.run(g).get();
-  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
-  EXPECT_EQ(allocations.load(), 0U);
+  EXPECT_EQ(allocations_during(200, [&] { pool.run(g).get(); }), 0U);
   EXPECT_EQ(sum.load(), 220 * 51);
   // Queued runs reuse their states too (after one round has made them).
   auto queued_round = [&] {
@@ -150,11 +156,7 @@ TEST_P(graph_stress, reruns_allocate_nothing) {
     c.get();
   };
   for (int r = 0; r < 5; ++r) queued_round();
-  allocations = 0;
-  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
-  for (int r = 0; r < 100; ++r) queued_round();
-  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
-  EXPECT_EQ(allocations.load(), 0U);
+  EXPECT_EQ(allocations_during(100, queued_round), 0U);
   EXPECT_EQ(sum.load(), (220 + 105 * 4) * 51);
 #endif
 }
@@ -189,11 +191,7 @@ TEST_P(graph_stress, a_held_future_does_not_cost_the_graph_a_state) {
     b.get();
   };
   for (int r = 0; r < 3; ++r) round();
-  allocations = 0;
-  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
-  for (int r = 0; r < 20; ++r) round();
-  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
-  EXPECT_EQ(allocations.load(), 0U);
+  EXPECT_EQ(allocations_during(20, round), 0U);
   EXPECT_EQ(runs.load(), 23 * 3);
 #endif
 }
