@@ -23,6 +23,13 @@ import sys
 PHASES = {"M", "X", "i", "s", "f"}
 
 
+def nanoseconds(us):
+    """A time weft wrote in microseconds with three decimals, as exact integer
+    nanoseconds: summed as floats, a slice's ts + dur could end a rounding
+    error after the next slice's ts, which weft wrote as the same nanosecond."""
+    return round(us * 1000)
+
+
 def check(doc, names):
     problems = []
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
@@ -62,7 +69,8 @@ def check(doc, names):
             if not isinstance(dur, (int, float)) or dur < 0:
                 problems.append(f"{where}: a complete event needs a non-negative dur")
                 continue
-            slices.setdefault(e["tid"], []).append((ts, ts + dur, e["name"]))
+            start = nanoseconds(ts)
+            slices.setdefault(e["tid"], []).append((start, start + nanoseconds(dur), e["name"]))
         elif e["ph"] in ("s", "f"):
             if "id" not in e:
                 problems.append(f"{where}: an arrow end without id")
@@ -83,13 +91,14 @@ def check(doc, names):
         for start, end, name in spans:
             while stack and stack[-1][1] <= start:
                 stack.pop()
-            if stack and end > stack[-1][1] + 1e-3:
-                problems.append(f"track {tid}: slice {name!r} at {start} overlaps "
+            if stack and end > stack[-1][1]:
+                problems.append(f"track {tid}: slice {name!r} at {start / 1000:.3f} overlaps "
                                 f"{stack[-1][2]!r} without nesting in it")
             stack.append((start, end, name))
 
     def inside(tid, ts):
-        return any(s <= ts <= e for s, e, _ in slices.get(tid, []))
+        ns = nanoseconds(ts)
+        return any(s <= ns <= e for s, e, _ in slices.get(tid, []))
 
     for ident, ends in arrows.items():
         if set(ends) != {"s", "f"}:
