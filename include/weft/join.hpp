@@ -1,6 +1,8 @@
 // weft::join: run two callables, possibly in parallel, and return both results.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <exception>
 #include <new>
 #include <optional>
@@ -50,7 +52,7 @@ struct join_access {
   static auto fork(F& f, G& g);
   // Everywhere else: a sequential pool, a thread that is not p's worker.
   template <class F, class G>
-  static auto elsewhere(pool& p, F& f, G& g);
+  [[gnu::noinline]] static auto elsewhere(pool& p, F& f, G& g);
   // The second half was stolen or is not on top of the deque (j is what the
   // pop returned): runs what lies above it, helps until it is done, and
   // returns its result or rethrows its exception.
@@ -94,11 +96,11 @@ struct stealable_half : job {
   ~stealable_half() = default;
 
   // Run by whoever took this half from a queue; the joining thread may return
-  // (and this object vanish) as soon as done is set. A worker's fork: the
-  // half belongs to the job that forked it, and jobs it spawns count in that
-  // job's epoch, which the thief finds from the joiner's innermost running
-  // job (its scope, and those below it, stay alive and unchanged on the
-  // joiner's stack until done is set).
+  // (and this object vanish) as soon as finished() holds. A worker's fork:
+  // the half belongs to the job that forked it, and jobs it spawns count in
+  // that job's epoch, which the thief finds from the joiner's innermost
+  // running job (its scope, and those below it, stay alive and unchanged on
+  // the joiner's stack until the half has finished).
   static void run_stolen(job* base) noexcept {
     auto* self = static_cast<stealable_half*>(base);
     pool* const forked_in = self->forked_in;
@@ -106,23 +108,7 @@ struct stealable_half : job {
       const running_scope running{forked_in, join_access::epoch_of(*forked_in, self->scope)};
       self->run_here();
     }
-    self->done.set();
-  }
-
-  // The same for a half forked by a thread that is not a worker: a job of
-  // its own, counted in the ticket's epoch.
-  static void run_counted(job* base) noexcept {
-    auto* self = static_cast<stealable_half*>(base);
-    pool* const forked_in = self->forked_in;
-    job_cache* const counted = self->counted;
-    const unsigned epoch = self->epoch;
-    {
-      const running_scope running{forked_in, epoch};
-      self->run_here();
-    }
-    self->done.set();
-    // Last: the pool may be destroyed once it counts as finished.
-    join_access::count_finished(*forked_in, *counted, epoch);
+    self->mark_finished();
   }
 
   void run_here() noexcept {
@@ -135,7 +121,26 @@ struct stealable_half : job {
     }
   }
 
-  // The joiner, once done is set: the stolen run's result, or its
+  // The thief's last touch of the half: whether it has finished is a bit of
+  // the job's flags (job_flags::finished), which the joiner's constructor
+  // wrote anyway, instead of a latch of its own that every join would have
+  // to initialise (one store fewer per join: measured in bench/fib). The
+  // thief owns the flags while it runs the half; the joiner only polls.
+  void mark_finished() noexcept {
+    // Release pairs with the acquire load in finished(): the outcome
+    // written by run_here() is visible to the joiner.
+    std::atomic_ref<std::uint32_t>{flags}.store(flags | job_flags::finished,
+                                                std::memory_order_release);
+  }
+
+  // The joiner: whether a thief has run the half to its end.
+  [[nodiscard]] bool finished() noexcept {
+    // Acquire: pairs with the release store in mark_finished().
+    return (std::atomic_ref<std::uint32_t>{flags}.load(std::memory_order_acquire) &
+            job_flags::finished) != 0;
+  }
+
+  // The joiner, once the half has finished: the stolen run's result, or its
   // exception rethrown.
   result take() {
     if (outcome == error_set) {
@@ -150,7 +155,7 @@ struct stealable_half : job {
     return r;
   }
 
-  // The joiner, once done is set, when the outcome is not wanted.
+  // The joiner, once the half has finished, when the outcome is not wanted.
   void discard() noexcept {
     if (outcome == error_set) {
       std::launder(reinterpret_cast<std::exception_ptr*>(storage))->~exception_ptr();
@@ -160,17 +165,39 @@ struct stealable_half : job {
   }
 
   G* fn;
-  latch done;
   pool* forked_in;  // the pool it was queued in
   // A worker's fork (run_stolen): the forking thread's innermost running
-  // job, if any. An outside fork (run_counted): the epoch parity of its
-  // ticket, and the cache it is counted in as a job of its own.
+  // job, if any.
   const running_scope* scope;
-  unsigned epoch;
-  job_cache* counted;
-  unsigned char outcome;  // written by the thief, before done
+  unsigned char outcome;  // written by the thief, before it marks the half finished
   alignas(result) alignas(std::exception_ptr) unsigned char storage
       [sizeof(result) > sizeof(std::exception_ptr) ? sizeof(result) : sizeof(std::exception_ptr)];
+};
+
+// The second half of a join forked by a thread that is not a worker: a job
+// of its own, counted in its ticket's epoch, which the forking thread awaits
+// as it awaits any job (a latch it may block on).
+template <class G>
+struct counted_half : stealable_half<G> {
+  explicit counted_half(G& g) noexcept : stealable_half<G>{g} { this->run = &run_counted; }
+
+  static void run_counted(job* base) noexcept {
+    auto* self = static_cast<counted_half*>(base);
+    pool* const forked_in = self->forked_in;
+    job_cache* const counted = self->counted;
+    const unsigned epoch = self->epoch;
+    {
+      const running_scope running{forked_in, epoch};
+      self->run_here();
+    }
+    self->done.set();
+    // Last: the pool may be destroyed once it counts as finished.
+    join_access::count_finished(*forked_in, *counted, epoch);
+  }
+
+  latch done;
+  unsigned epoch = 0;            // the epoch parity of its ticket
+  job_cache* counted = nullptr;  // the cache it is counted in
 };
 
 template <bool Private, class F, class G>
@@ -200,15 +227,15 @@ template <bool Private, class F, class G>
   }();
   // Take the right half back: almost always the private item on top. The
   // worker is read again rather than kept across f (the same one: a thread
-  // stays the worker it is), which leaves the caller a register free.
-  worker& me = *tls.self;
-  job* j = me.deque.pop_expecting_private();
+  // stays the worker it is), and again after the pop, which may be a call:
+  // kept across that call it would cost the caller a register to save.
+  job* j = tls.self->deque.pop_expecting_private();
   if (j == &right) [[likely]] {
     // g's exception, if any, propagates: both halves have finished.
     right_result b = call_half(g);
     return std::pair<left_result, right_result>{std::move(a), std::move(b)};
   }
-  right_result b = take_back(*tls.owner, me, right, j);
+  right_result b = take_back(*tls.owner, *tls.self, right, j);
   return std::pair<left_result, right_result>{std::move(a), std::move(b)};
 }
 
@@ -234,7 +261,7 @@ result_t<std::invoke_result_t<G&>> join_access::take_back(pool& p, worker& self,
     detail::worker::bump(self.counts.jobs);
     p.execute(j);
   }
-  auto stolen_done = [&right] { return right.done.is_set(); };
+  auto stolen_done = [&right] { return right.finished(); };
   p.help_until(stolen_done);
   return right.take();
 }
@@ -270,8 +297,7 @@ auto join_access::elsewhere(pool& p, F& f, G& g) {
   // From outside the pool the right half is a job of its own: counted, so
   // that the pool is not destroyed (or its wait() satisfied) with it queued,
   // and pushed as any outside submission.
-  stealable_half<G> right{g};
-  right.run = &stealable_half<G>::run_counted;
+  counted_half<G> right{g};
   const pool::ticket t = p.count_spawn();
   const pool::submission_guard guard{p, t};  // destroyed last
   right.forked_in = &p;

@@ -340,21 +340,54 @@ TEST(WorkDeque, PublicPushPublishesThePrivateItemsBelowIt) {
   EXPECT_EQ(dq.pop(), nullptr);
 }
 
-TEST(WorkDeque, PrivatePushesGrowTheBuffer) {
-  std::vector<item> items = make_items(100);
+TEST(WorkDeque, PrivatePushesBeyondTheirArrayPublishTheOlderHalf) {
+  // The private items live in an array of private_capacity; a push that finds it full publishes
+  // its older half (private_capacity / 2 items) and returns true, as a publishing push does.
+  constexpr auto cap = static_cast<std::size_t>(work_deque<item*>::private_capacity);
+  static_assert(cap % 2 == 0);
+  std::vector<item> items = make_items(1 + 2 * cap);
   work_deque<item*> dq{2};
+  std::vector<std::size_t> publishing;
   for (item& it : items) {
-    (void)dq.push_private(&it);
+    if (dq.push_private(&it)) publishing.push_back(it.id);
   }
-  EXPECT_EQ(dq.capacity(), 128u);
-  EXPECT_EQ(dq.size() + dq.private_size(), 100u);
-  // The published item (the first) is the oldest; the rest come back newest first.
-  EXPECT_EQ(dq.steal(), &items[0]);
-  for (std::size_t i = 100; i-- > 1;) {
+  // Item 0 published itself (nothing was public). Items 1..cap filled the array, so item cap + 1
+  // published items 1..cap/2; cap / 2 pushes later the array was full again.
+  const std::vector<std::size_t> expected{0, cap + 1, cap + 1 + cap / 2};
+  EXPECT_EQ(publishing, expected);
+  const std::size_t published = 1 + 2 * (cap / 2);
+  EXPECT_EQ(dq.size(), published);
+  EXPECT_EQ(dq.private_size(), items.size() - published);
+  EXPECT_GE(dq.capacity(), published) << "the ring grew for what was published";
+  // Thieves get the published items oldest first; the owner pops the rest newest first.
+  for (std::size_t i = 0; i < published; ++i) {
+    ASSERT_EQ(dq.steal(), &items[i]);
+  }
+  EXPECT_EQ(dq.steal(), nullptr) << "a thief took a private item";
+  for (std::size_t i = items.size(); i-- > published;) {
     ASSERT_EQ(dq.pop(), &items[i]);
   }
   EXPECT_EQ(dq.pop(), nullptr);
   EXPECT_TRUE(dq.empty());
+}
+
+TEST(WorkDeque, PublishAllMovesEveryPrivateItemOldestFirst) {
+  std::vector<item> items = make_items(5);
+  work_deque<item*> dq{2};
+  EXPECT_FALSE(dq.publish_all()) << "nothing private";
+  EXPECT_TRUE(dq.push_private(&items[0]));  // public: nothing was
+  for (std::size_t i = 1; i < 5; ++i) EXPECT_FALSE(dq.push_private(&items[i]));
+  EXPECT_EQ(dq.private_size(), 4u);
+  EXPECT_TRUE(dq.publish_all());
+  EXPECT_EQ(dq.private_size(), 0u);
+  EXPECT_EQ(dq.size(), 5u);
+  EXPECT_GE(dq.capacity(), 5u);
+  EXPECT_EQ(dq.steal(), &items[0]);
+  EXPECT_EQ(dq.steal(), &items[1]);
+  EXPECT_EQ(dq.pop(), &items[4]);
+  EXPECT_EQ(dq.pop(), &items[3]);
+  EXPECT_EQ(dq.steal(), &items[2]);
+  EXPECT_EQ(dq.pop(), nullptr);
 }
 
 // ---- owner against thieves --------------------------------------------------------------------

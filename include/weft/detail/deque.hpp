@@ -7,13 +7,15 @@
 //         Work-Stealing for Weak Memory Models". PPoPP 2013.
 //
 // The owner thread pushes and pops at the bottom end (LIFO); any thread steals at the top end
-// (FIFO). The items are the indices [top, bottom): [top, split) is public and [split, bottom)
-// private. Thieves see only top_ and split_: to them this is the Chase-Lev deque of [LPCZ] with
-// split_ as its bottom. The owner pushes an item either public (push, push_many: split moves to
-// bottom at once) or private (push_private: no atomic store, no fence); private items become
-// public when the owner publishes them, which it does at a private push that finds the public
-// part empty (see push_private). The owner pops a private item with plain loads and stores; once
-// the private part is empty, pop() is [LPCZ]'s pop on split_. The algorithm and the memory orders
+// (FIFO). The public items are the indices [top, split) of a ring; the private items, all newer
+// than those, wait in an array of the owner's beside it. Thieves see only top_, split_ and the
+// ring: to them this is the Chase-Lev deque of [LPCZ] with split_ as its bottom. The owner pushes
+// an item either public (push, push_many: the private items go to the ring first, and split moves
+// past all of them at once) or private (push_private: no atomic store, no fence); private items
+// become public when the owner publishes them (moves the oldest into the ring above split, then
+// stores split), which it does at a private push that finds the public part empty (see
+// push_private). The owner pops a private item with plain loads and stores; once the private part
+// is empty, pop() is [LPCZ]'s pop on split_. The algorithm and the memory orders
 // are those of [LPCZ] ([LPCZ]'s bottom being split_), with these deviations, each marked
 // "deviation N" where it happens:
 //   1. No stand-alone fences. [LPCZ] separates the store of bottom from the load of top in pop(),
@@ -31,11 +33,12 @@
 //   5. Indices are signed 64-bit integers as in [CL] ([LPCZ] uses wrapping size_t).
 //   6. The private part (after the split deques of Dinan et al., SC 2009, and Lace, van Dijk and
 //      van de Pol, Euro-Par 2014, but publishing on the owner's own initiative: thieves never
-//      ask). What the thieves see of it is a push_many whose slots were written early.
+//      ask). What the thieves see of it is a push_many of its oldest items.
 //
 // docs/deque.md gives the argument that every pushed item is taken exactly once.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cassert>
@@ -57,6 +60,9 @@ class work_deque {
   static_assert(std::atomic<std::int64_t>::is_always_lock_free);
 
  public:
+  // How many items can be private at once; a private push beyond that publishes the older half.
+  static constexpr std::int64_t private_capacity = 256;
+
   // The capacity is rounded up to a power of two, and to at least 2.
   explicit work_deque(std::size_t initial_capacity = 256)
       : ring_{rounded_capacity(initial_capacity)} {}
@@ -66,55 +72,75 @@ class work_deque {
   work_deque& operator=(const work_deque&) = delete;
 
   // Owner only. Doubles the buffer when it is full; throws only std::bad_alloc, and then no item
-  // was added. The item is public at once, and so is every private item below it.
-  void push(T item) { push_many(&item, 1); }
+  // was added. The item is public at once, and so is every private item below it. Without
+  // private items, this is push_many(&item, 1) with its loops and their arithmetic left out
+  // (spawns from a worker: 3% in bench/fib spawn_wait_until).
+  void push(T item) {
+    if (private_ != 0) [[unlikely]] {
+      push_many(&item, 1);
+      return;
+    }
+    assert(item != nullptr);
+    // Relaxed: the owner is the only writer of split_ and of the ring.
+    const std::int64_t b = split_.load(std::memory_order_relaxed);
+    buffer* const buf = room_for(b, 1);
+    // Relaxed: the store of split_ in publish() publishes the slot.
+    buf->at(b).store(item, std::memory_order_relaxed);
+    publish(b + 1);
+  }
 
   // Owner only. Pushes items[0], ..., items[n - 1] as push() would one by one, but publishes them
   // with a single store of split_ (one seq_cst store instead of n): a task that makes many
   // successors ready hands them over at once. Throws only std::bad_alloc, and then no item was
   // added (the buffer may have grown).
   void push_many(const T* items, std::size_t n) {
-    // Relaxed: the owner is the only writer of split_ and of the ring. The private items, if any,
-    // lie between split_ and b.
-    const std::int64_t b = split_.load(std::memory_order_relaxed) + private_;
+    // Relaxed: the owner is the only writer of split_ and of the ring.
+    const std::int64_t b = split_.load(std::memory_order_relaxed);
+    const std::int64_t p = private_;
     const auto count = static_cast<std::int64_t>(n);
-    buffer* const buf = room_for(b, count);
+    buffer* const buf = room_for(b, p + count);
+    // The private items first: they are older.
+    for (std::int64_t i = 0; i < p; ++i) {
+      // Relaxed: the store of split_ below publishes the slots.
+      buf->at(b + i).store(private_items_[i], std::memory_order_relaxed);
+    }
     for (std::int64_t i = 0; i < count; ++i) {
       assert(items[i] != nullptr);
-      // Relaxed: the store of split_ below publishes the slots.
-      buf->at(b + i).store(items[i], std::memory_order_relaxed);
+      // Relaxed: as above.
+      buf->at(b + p + i).store(items[i], std::memory_order_relaxed);
     }
     private_ = 0;
-    publish(b + count);
+    publish(b + p + count);
   }
 
-  // Owner only. Pushes an item that thieves cannot see yet (deviation 6): a slot write and a load
-  // of top_, no atomic store and no fence, unless the public part is empty. Then this push
-  // publishes the older half of the private items (at least this one) and returns true: the
-  // caller must then call the pool's new_work(), as after push(). A private item stays private
-  // while the public part has something for thieves to take; the owner pops it back with plain
-  // loads and stores. Throws only std::bad_alloc, and then no item was added. For the owner's
-  // fork-join halves, which it almost always takes back itself.
-  bool push_private(T item) {
+  // Owner only. Pushes an item that thieves cannot see yet (deviation 6): plain stores to the
+  // owner's array and count and two relaxed loads, no atomic store and no fence, unless the
+  // public part is empty. Then this push publishes the older half of the private items (at least
+  // this one) and returns true: the caller must then call the pool's new_work(), as after push().
+  // A private item stays private while the public part has something for thieves to take; the
+  // owner pops it back with plain loads and stores. A push that finds private_capacity items
+  // private publishes the older half of them first, and returns true. Throws only std::bad_alloc
+  // (the ring could not grow for that), and then no item was added; if the ring cannot grow for
+  // a publication when the public part is empty, the items stay private and this returns false.
+  // For the owner's fork-join halves and a task_group's spawns, which it almost always takes back
+  // itself. Inlined: as a call, it cost a join a third of its time in bench/fib (the call, and
+  // the registers it saved).
+  [[gnu::always_inline]] bool push_private(T item) {
     assert(item != nullptr);
-    // Relaxed: the owner is the only writer of split_.
-    const std::int64_t s = split_.load(std::memory_order_relaxed);
-    const std::int64_t b = s + private_;
-    buffer* buf = ring_.owned();
-    // Acquire: as in room_for().
-    const std::int64_t t = top_.load(std::memory_order_acquire);
-    if (b - t + 1 > buf->capacity()) [[unlikely]] {
-      buf = room_for_out_of_line(b);
+    const std::int64_t p = private_;
+    if (p == private_capacity) [[unlikely]] {
+      return push_private_full(item);
     }
-    // Relaxed: private; a later store of split_ publishes it.
-    buf->at(b).store(item, std::memory_order_relaxed);
-    ++private_;
+    private_items_[p] = item;
+    private_ = p + 1;
+    // Relaxed: the owner is the only writer of split_; top_ is a hint here (no slot is written).
     // A stale (smaller) t makes the public part look non-empty, and the next private push looks
     // again. Thieves never take beyond split_, so top_ <= s.
+    const std::int64_t t = top_.load(std::memory_order_relaxed);
+    const std::int64_t s = split_.load(std::memory_order_relaxed);
     if (t < s) [[likely]]
       return false;
-    publish_half();
-    return true;
+    return publish_half();
   }
 
   // Owner only. Takes the most recently pushed item; nullptr when empty.
@@ -123,24 +149,21 @@ class work_deque {
     return pop_public();
   }
 
-  // Owner only: makes every private item public; false if there was none. The caller must then
-  // call the pool's new_work(), as after push(). The pool calls it when a worker is idle while
-  // this deque holds private items that a thief could run (docs/deque.md, "Idle workers").
-  bool publish_all() noexcept {
-    if (private_ == 0) return false;
-    // Relaxed: the owner is the only writer of split_.
-    const std::int64_t b = split_.load(std::memory_order_relaxed) + private_;
-    private_ = 0;
-    publish(b);
-    return true;
-  }
-
   // Owner only. pop() for a caller that expects a private item on top (a join taking its half
   // back): the rest of pop() is a call, which keeps the caller's inlined fast path small.
   T pop_expecting_private() noexcept {
     if (private_ > 0) [[likely]]
       return pop_private();
     return pop_public_out_of_line();
+  }
+
+  // Owner only: makes every private item public; false if there was none. The caller must then
+  // call the pool's new_work(), as after push(). The pool calls it when a worker is idle while
+  // this deque holds private items that a thief could run (docs/deque.md, "Idle workers").
+  bool publish_all() noexcept {
+    const std::int64_t p = private_;
+    if (p == 0) return false;
+    return publish_oldest(p);
   }
 
   // Any thread. Takes the least recently published item. Returns nullptr when the public part is
@@ -226,17 +249,25 @@ class work_deque {
     return buf;
   }
 
-  // Owner only: room_for(b, 1) as a call, which keeps the growth out of the private push's fast
-  // path (and the registers it needs out of the caller's).
-  [[gnu::noinline]] buffer* room_for_out_of_line(std::int64_t b) { return room_for(b, 1); }
+  // Owner only: push_private() when the private items fill their array: the older half of them
+  // is published first. Out of line, so that nothing the fast path computes lives across a call
+  // (the caller would keep it in registers it must save, in every frame of a recursion).
+  [[gnu::noinline]] bool push_private_full(T item) {
+    const std::int64_t k = private_capacity / 2;
+    buffer* const buf = room_for(split_.load(std::memory_order_relaxed), k);  // may throw
+    move_oldest_to(buf, k);
+    private_items_[private_] = item;
+    ++private_;
+    return true;
+  }
 
-  // Owner only: the newest private item (private_ > 0). Thieves take only indices below split_,
-  // which only this thread writes.
+  // Owner only: pop_public(), as a call (see pop_expecting_private()).
+  [[gnu::noinline]] T pop_public_out_of_line() noexcept { return pop_public(); }
+
+  // Owner only: the newest private item (private_ > 0).
   T pop_private() noexcept {
     --private_;
-    // Relaxed: the owner is the only writer of split_ and of the slot.
-    const std::int64_t b = split_.load(std::memory_order_relaxed) + private_;
-    return ring_.owned()->at(b).load(std::memory_order_relaxed);
+    return private_items_[private_];
   }
 
   // Owner only: pop() when the private part is empty: [LPCZ]'s pop, on split_.
@@ -274,16 +305,36 @@ class work_deque {
     return item;
   }
 
-  // Owner only: pop_public(), as a call (see pop_expecting_private()).
-  [[gnu::noinline]] T pop_public_out_of_line() noexcept { return pop_public(); }
-
   // Owner only: publishes the older half of the private items (the largest pieces of a
-  // recursion), rounded up, so at least one. Out of line: it runs once per steal or so.
-  [[gnu::noinline]] void publish_half() noexcept {
-    const std::int64_t k = (private_ + 1) / 2;
-    private_ -= k;
+  // recursion), rounded up, so at least one; true if it did (false: no memory for the ring to
+  // grow, and the items stay private). Out of line: it runs once per steal or so.
+  [[gnu::noinline]] bool publish_half() noexcept { return publish_oldest((private_ + 1) / 2); }
+
+  // Owner only: publishes the k oldest private items (0 < k <= private_); false if the ring could
+  // not grow for them, and then nothing changed.
+  bool publish_oldest(std::int64_t k) noexcept {
+    buffer* buf = nullptr;
+    try {
+      buf = room_for(split_.load(std::memory_order_relaxed), k);
+    } catch (...) {
+      return false;
+    }
+    move_oldest_to(buf, k);
+    return true;
+  }
+
+  // Owner only: moves the k oldest private items to the ring above split_ (buf has room for
+  // them) and publishes them.
+  void move_oldest_to(buffer* buf, std::int64_t k) noexcept {
     // Relaxed: the owner is the only writer of split_.
-    publish(split_.load(std::memory_order_relaxed) + k);
+    const std::int64_t s = split_.load(std::memory_order_relaxed);
+    for (std::int64_t i = 0; i < k; ++i) {
+      // Relaxed: the store of split_ in publish() publishes the slots.
+      buf->at(s + i).store(private_items_[i], std::memory_order_relaxed);
+    }
+    std::copy(private_items_ + k, private_items_ + private_, private_items_);
+    private_ -= k;
+    publish(s + k);
   }
 
   // Owner only: makes [top_, s) public.
@@ -308,11 +359,15 @@ class work_deque {
   alignas(cache_line) std::atomic<std::int64_t> split_{0};
   // The slots (deviation 3: growth retires the old buffers, see ring.hpp).
   growable_ring<T> ring_;
-  // Owner only: how many items lie above split_. On split_'s line, which the owner's pushes and
-  // pops use anyway. A line of its own measurably changed how the pool's workers and an outside
+  // Owner only: how many items are private. On split_'s line, which the owner's pushes and pops
+  // use anyway. A line of its own measurably changed how the pool's workers and an outside
   // producer share work (bench empty_jobs/2048: smaller batches from the producer's lane, 15%
   // slower), and was no faster for joins.
   std::int64_t private_ = 0;
+  // Owner only: the private items, oldest first; thieves never read them. An array of its own
+  // rather than slots of the ring above split_: a private push and pop then reach their slot at
+  // a fixed place, without the ring's buffer, mask or the public indices (measured in bench/fib).
+  T private_items_[private_capacity];
 };
 
 }  // namespace weft::detail

@@ -45,6 +45,9 @@ inline constexpr std::uint32_t cancel = 2;
 // Holds a slot of the pool's bounded submission (pool_options::capacity),
 // given back when the job starts or is cancelled.
 inline constexpr std::uint32_t throttled = 4;
+// A join's stolen second half has run to its end (join.hpp, stealable_half):
+// set by the thief with an atomic_ref store, polled by the joiner.
+inline constexpr std::uint32_t finished = 8;
 }  // namespace job_flags
 
 class job_cache;
