@@ -99,14 +99,10 @@ class work_deque {
     const std::int64_t p = private_;
     const auto count = static_cast<std::int64_t>(n);
     buffer* const buf = room_for(b, p + count);
-    // The private items first: they are older.
-    for (std::int64_t i = 0; i < p; ++i) {
-      // Relaxed: the store of split_ below publishes the slots.
-      buf->at(b + i).store(private_items_[i], std::memory_order_relaxed);
-    }
+    write_oldest(buf, b, p);  // the private items first: they are older
     for (std::int64_t i = 0; i < count; ++i) {
       assert(items[i] != nullptr);
-      // Relaxed: as above.
+      // Relaxed: the store of split_ below publishes the slots.
       buf->at(b + p + i).store(items[i], std::memory_order_relaxed);
     }
     private_ = 0;
@@ -161,9 +157,8 @@ class work_deque {
   // call the pool's new_work(), as after push(). The pool calls it when a worker is idle while
   // this deque holds private items that a thief could run (docs/deque.md, "Idle workers").
   bool publish_all() noexcept {
-    const std::int64_t p = private_;
-    if (p == 0) return false;
-    return publish_oldest(p);
+    if (private_ == 0) return false;
+    return try_publish_oldest(private_);
   }
 
   // Any thread. Takes the least recently published item. Returns nullptr when the public part is
@@ -253,9 +248,7 @@ class work_deque {
   // is published first. Out of line, so that nothing the fast path computes lives across a call
   // (the caller would keep it in registers it must save, in every frame of a recursion).
   [[gnu::noinline]] bool push_private_full(T item) {
-    const std::int64_t k = private_capacity / 2;
-    buffer* const buf = room_for(split_.load(std::memory_order_relaxed), k);  // may throw
-    move_oldest_to(buf, k);
+    publish_oldest(private_capacity / 2);  // may throw, and then nothing changed
     private_items_[private_] = item;
     ++private_;
     return true;
@@ -308,33 +301,37 @@ class work_deque {
   // Owner only: publishes the older half of the private items (the largest pieces of a
   // recursion), rounded up, so at least one; true if it did (false: no memory for the ring to
   // grow, and the items stay private). Out of line: it runs once per steal or so.
-  [[gnu::noinline]] bool publish_half() noexcept { return publish_oldest((private_ + 1) / 2); }
+  [[gnu::noinline]] bool publish_half() noexcept { return try_publish_oldest((private_ + 1) / 2); }
 
-  // Owner only: publishes the k oldest private items (0 < k <= private_); false if the ring could
-  // not grow for them, and then nothing changed.
-  bool publish_oldest(std::int64_t k) noexcept {
-    buffer* buf = nullptr;
-    try {
-      buf = room_for(split_.load(std::memory_order_relaxed), k);
-    } catch (...) {
-      return false;
-    }
-    move_oldest_to(buf, k);
-    return true;
-  }
-
-  // Owner only: moves the k oldest private items to the ring above split_ (buf has room for
-  // them) and publishes them.
-  void move_oldest_to(buffer* buf, std::int64_t k) noexcept {
+  // Owner only: moves the k oldest private items (0 < k <= private_) to the ring above split_ and
+  // publishes them. Throws only std::bad_alloc (the ring could not grow), and then nothing
+  // changed.
+  void publish_oldest(std::int64_t k) {
     // Relaxed: the owner is the only writer of split_.
     const std::int64_t s = split_.load(std::memory_order_relaxed);
-    for (std::int64_t i = 0; i < k; ++i) {
-      // Relaxed: the store of split_ in publish() publishes the slots.
-      buf->at(s + i).store(private_items_[i], std::memory_order_relaxed);
-    }
+    write_oldest(room_for(s, k), s, k);
     std::copy(private_items_ + k, private_items_ + private_, private_items_);
     private_ -= k;
     publish(s + k);
+  }
+
+  // Owner only: publish_oldest(k), false instead of the exception (the items stay private).
+  bool try_publish_oldest(std::int64_t k) noexcept {
+    try {
+      publish_oldest(k);
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+  // Owner only: writes the k oldest private items into buf's slots from index s on (buf has room
+  // for them); the caller's store of split_ then publishes them.
+  void write_oldest(buffer* buf, std::int64_t s, std::int64_t k) noexcept {
+    for (std::int64_t i = 0; i < k; ++i) {
+      // Relaxed: published by the caller's store of split_.
+      buf->at(s + i).store(private_items_[i], std::memory_order_relaxed);
+    }
   }
 
   // Owner only: makes [top_, s) public.
