@@ -34,7 +34,11 @@ struct alignas(cache_line) worker {
     }
     ++remote_finished[j->epoch];
     if (remote_head == nullptr) remote_tail = j;
-    j->set_next(remote_head);
+    // The home's allocator takes the chain from the head: the job chained
+    // remote_ahead frees before this one comes remote_ahead places after it.
+    heap_job*& slot = remote_recent[remote_count % remote_ahead];
+    j->set_links(remote_head, remote_count >= remote_ahead ? slot : nullptr);
+    slot = j;
     remote_head = j;
     if (++remote_count == remote_batch) flush_remote();
   }
@@ -56,6 +60,7 @@ struct alignas(cache_line) worker {
   }
 
   static constexpr std::size_t remote_batch = 64;
+  static constexpr std::size_t remote_ahead = 8;
 
   work_deque<job*> deque;  // owner pushes and pops, any thread steals
   job_cache cache;         // owner allocates, any thread frees
@@ -74,6 +79,8 @@ struct alignas(cache_line) worker {
   heap_job* remote_tail = nullptr;
   std::size_t remote_count = 0;
   std::uint64_t remote_finished[2] = {0, 0};
+  // Owner only: the last remote_ahead jobs chained, by remote_count modulo.
+  heap_job* remote_recent[remote_ahead] = {};
   std::uint32_t jobs_since_flush = 0;  // owner only: see pool::flush_now_and_then()
   std::uint32_t picks = 0;             // owner only: pool::find_special()'s turn
 

@@ -60,13 +60,23 @@ struct alignas(cache_line) heap_job : job {
   job_cache* home = nullptr;  // the cache the memory belongs to
   alignas(void*) std::byte storage[storage_size];
 
-  // While free: the next free job.
-  [[nodiscard]] heap_job* next() const noexcept {
+  // While free: the next free job. A job another thread freed also names
+  // one further down the same list (see job_cache::returned_), for the
+  // allocator to prefetch.
+  [[nodiscard]] heap_job* next() const noexcept { return link(0); }
+  [[nodiscard]] heap_job* ahead() const noexcept { return link(1); }
+  void set_next(heap_job* n) noexcept { std::memcpy(storage, &n, sizeof(heap_job*)); }
+  void set_links(heap_job* n, heap_job* further) noexcept {
+    set_next(n);
+    std::memcpy(storage + sizeof(heap_job*), &further, sizeof(heap_job*));
+  }
+
+ private:
+  [[nodiscard]] heap_job* link(std::size_t i) const noexcept {
     heap_job* n = nullptr;
-    std::memcpy(&n, storage, sizeof(heap_job*));
+    std::memcpy(&n, storage + i * sizeof(heap_job*), sizeof(heap_job*));
     return n;
   }
-  void set_next(heap_job* n) noexcept { std::memcpy(storage, &n, sizeof(heap_job*)); }
 };
 static_assert(sizeof(heap_job) == cache_line);
 
@@ -218,9 +228,11 @@ class job_cache {
     if (slab_ != nullptr) state_slab::abandon(slab_, state_free_);
   }
 
-  // Owner only.
+  // Owner only. The jobs this thread freed (and new chunks) first: they are
+  // still in its cache.
   heap_job* allocate() {
-    if (free_ == nullptr) refill();
+    if (free_ == nullptr) [[unlikely]]
+      return allocate_returned();
     heap_job* j = free_;
     free_ = j->next();
     return j;
@@ -255,7 +267,9 @@ class job_cache {
   void release_remote(heap_job* first, heap_job* last) noexcept {
     heap_job* head = remote_.load(std::memory_order_relaxed);
     do {
-      last->set_next(head);
+      // A single job (first == last) carries no hint; the first job a
+      // worker chained carries none either (worker::free_remote).
+      last->set_links(head, nullptr);
       // Release pairs with the acquire exchange in refill(): the owner sees
       // the links and everything the jobs' last runners wrote into them.
     } while (!remote_.compare_exchange_weak(head, first, std::memory_order_release,
@@ -282,12 +296,28 @@ class job_cache {
   }
 
  private:
+  // allocate() once the jobs freed here have run out.
+  heap_job* allocate_returned() {
+    if (returned_ == nullptr) {
+      refill();
+      if (returned_ == nullptr) return allocate();  // a new chunk, in free_
+    }
+    heap_job* j = returned_;
+    returned_ = j->next();
+    // Each next() would miss the cache in turn: another thread linked the
+    // list. Fetching the job named further down now overlaps those misses.
+    if (heap_job* further = j->ahead()) __builtin_prefetch(further, 1);
+    return j;
+  }
+
   void refill();
 
   void refill_states();
 
-  // Owner only.
+  // Owner only: jobs freed by the owner, and the last list of jobs taken
+  // from remote_, whose links carry prefetch hints (heap_job::ahead()).
   heap_job* free_ = nullptr;
+  heap_job* returned_ = nullptr;
   std::vector<std::unique_ptr<heap_job[]>> chunks_;
   state_block* state_free_ = nullptr;
   state_slab* slab_ = nullptr;  // made by the first refill_states()
@@ -299,8 +329,8 @@ class job_cache {
 
 inline void job_cache::refill() {
   // Acquire pairs with the release CAS in release_remote().
-  free_ = remote_.exchange(nullptr, std::memory_order_acquire);
-  if (free_ != nullptr) return;
+  returned_ = remote_.exchange(nullptr, std::memory_order_acquire);
+  if (returned_ != nullptr) return;
   // Chunks double from 32 up to 4096 jobs (256 KiB), so a small pool stays
   // small and a busy one allocates rarely.
   constexpr std::size_t first_chunk = 32;
