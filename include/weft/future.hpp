@@ -37,6 +37,11 @@ struct future_state : job {
   // Drops one reference. The caller that gets true was the last owner: it
   // may still read the state, and must then call destroy(this).
   bool drop() noexcept {
+    // A count of 1 is the caller's own reference: the others are gone, and
+    // nobody takes a new one without holding one, so the last owner needs
+    // no read-modify-write (of a job and its future, whichever lets go
+    // second). Acquire pairs with the others' decrements below.
+    if (refs.load(std::memory_order_acquire) == 1) return true;
     // acq_rel: the last owner must see everything the other wrote (the
     // result, or the future's reads of it) before destroying the state.
     return refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
