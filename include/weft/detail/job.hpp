@@ -270,7 +270,7 @@ class job_cache {
       // A single job (first == last) carries no hint; the first job a
       // worker chained carries none either (worker::free_remote).
       last->set_links(head, nullptr);
-      // Release pairs with the acquire exchange in refill(): the owner sees
+      // Release pairs with the acquire exchange in allocate_returned(): the owner sees
       // the links and everything the jobs' last runners wrote into them.
     } while (!remote_.compare_exchange_weak(head, first, std::memory_order_release,
                                             std::memory_order_relaxed));
@@ -296,11 +296,16 @@ class job_cache {
   }
 
  private:
-  // allocate() once the jobs freed here have run out.
+  // allocate() once the jobs freed here have run out: the jobs other
+  // threads gave back, else a new chunk.
   heap_job* allocate_returned() {
     if (returned_ == nullptr) {
-      refill();
-      if (returned_ == nullptr) return allocate();  // a new chunk, in free_
+      // Acquire pairs with the release CAS in release_remote().
+      returned_ = remote_.exchange(nullptr, std::memory_order_acquire);
+      if (returned_ == nullptr) {
+        grow();
+        return allocate();
+      }
     }
     heap_job* j = returned_;
     returned_ = j->next();
@@ -310,7 +315,9 @@ class job_cache {
     return j;
   }
 
-  void refill();
+  // Links a new chunk into free_. Throws std::bad_alloc, and then leaves
+  // the cache as it was.
+  void grow();
 
   void refill_states();
 
@@ -327,10 +334,7 @@ class job_cache {
   std::atomic<std::size_t> capacity_{0};
 };
 
-inline void job_cache::refill() {
-  // Acquire pairs with the release CAS in release_remote().
-  returned_ = remote_.exchange(nullptr, std::memory_order_acquire);
-  if (returned_ != nullptr) return;
+inline void job_cache::grow() {
   // Chunks double from 32 up to 4096 jobs (256 KiB), so a small pool stays
   // small and a busy one allocates rarely.
   constexpr std::size_t first_chunk = 32;
