@@ -1049,14 +1049,19 @@ void task_group::finish_shared() noexcept {
 void task_group::wait_idle() {
   auto done = [this] { return idle(); };
   if (home_ != nullptr) {
-    if (detail::tls.self == home_ && pool_.help_from_own_deque(*home_, done)) return;
-    // The home's own finishes are plain stores that no waiter's bit can be
-    // paired with, so a thread that is not a worker polls, with backoff, in
-    // the rare case that it waits for a group a worker made.
-    pool_.wait_on(done, [&] {
-      detail::backoff backoff;
-      while (!done()) backoff.pause();
-    });
+    const bool at_home = detail::tls.self == home_;
+    auto mine = [this](const detail::job* j) { return owns(j); };
+    if (!at_home || !pool_.help_from_own_deque(*home_, done, mine)) {
+      // The home's own finishes are plain stores that no waiter's bit can be
+      // paired with, so a thread that is not a worker polls, with backoff, in
+      // the rare case that it waits for a group a worker made.
+      pool_.wait_on(done, [&] {
+        detail::backoff backoff;
+        while (!done()) backoff.pause();
+      });
+    }
+    // Idle: every slot's job has finished, and only the home reuses them.
+    if (at_home) slots_used_ = 0;
     return;
   }
   pool_.wait_on(done, [&] {

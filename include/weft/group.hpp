@@ -2,9 +2,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -62,9 +65,34 @@ class task_group {
   /// Waits for every job spawned so far; on a worker it runs other jobs
   /// meanwhile. Rethrows the first exception a job threw.
   void wait() {
-    wait_idle();
+    if (home_ == nullptr || detail::tls.self != home_ || !wait_at_home()) wait_idle();
     // Not cancelled means no error to take (see finish_before_destruction()).
     if (cancelled_.load(std::memory_order_relaxed)) take_error();
+  }
+
+  /// Runs f() on the calling thread as a job of this group, then wait()s:
+  /// the fork-join form of a group (spawn all pieces but one, run that one
+  /// here), which on a worker costs about half of spawning it too (bench
+  /// fib/N/task_group_run_and_wait). f() is skipped if the group is
+  /// cancelled; its exception cancels the group and is rethrown as a job's
+  /// would be. In sequential mode f() runs before the jobs spawned so far.
+  ///
+  /// On a worker, the jobs spawned before may stay in the private part of
+  /// its deque while f() runs, as a join's second half does while the first
+  /// runs (docs/deque.md, "The private part"): f() must not block on them
+  /// without helping. Waiting for them with weft's waits (a future's get(),
+  /// another group's wait()) runs them if no other worker took them.
+  template <class F>
+  void run_and_wait(F&& f) {
+    static_assert(std::is_invocable_v<F>, "run_and_wait(f): f must be callable with no arguments");
+    if (!is_cancelled()) {
+      try {
+        std::invoke(std::forward<F>(f));
+      } catch (...) {
+        fail(std::current_exception());
+      }
+    }
+    wait();
   }
 
   /// Jobs of this group that have not started will not run. Running ones
@@ -127,10 +155,115 @@ class task_group {
     }
   };
 
+  // A job kept in the group itself: each of the first slot_count spawns the
+  // home makes between two of its wait()s, when the callable fits (no heap
+  // job, and the home's wait() runs it as a call). It goes through the
+  // queues as any job; whoever runs it counts it finished in the group last
+  // (finish_slot()), and the group outlives its jobs, so the memory is free
+  // again once the group is idle (docs/design.md, "A task_group on its home
+  // worker").
+  struct slot : detail::job {
+    static constexpr std::size_t storage_size = 40;
+    slot(task_group* g, unsigned e, run_fn r) noexcept : epoch(e), group(g) {
+      run = r;
+      flags = detail::job_flags::cancellable;  // pool::purge() may drop it
+    }
+    unsigned epoch;  // its epoch parity (pool::count_own_spawn), in job's padding
+    task_group* group;
+    alignas(void*) std::byte storage[storage_size];
+  };
+  static constexpr std::size_t slot_count = 2;
+  template <class C>
+  static constexpr bool fits_slot_v() noexcept {
+    constexpr bool small = sizeof(C) <= slot::storage_size;
+    constexpr bool aligned = alignof(C) <= alignof(void*);
+    return small && aligned;
+  }
+  // Raw memory for a slot: constructed at the spawn that takes it.
+  union slot_space {
+    slot s;
+    slot_space() noexcept {}  // NOLINT(modernize-use-equals-default): leaves s unconstructed
+  };
+
+  // Runs slot base, whose callable is a C; the last touch of the slot is
+  // finish_slot().
+  template <class C>
+  static void run_slot(detail::job* base) noexcept {
+    auto* s = static_cast<slot*>(base);
+    task_group* const g = s->group;
+    const unsigned epoch = s->epoch;
+    {
+      // Jobs it spawns count in its epoch, as a heap job's do (run_posted).
+      const detail::running_scope running{&g->pool_, epoch};
+      C* fn = std::launder(reinterpret_cast<C*>(s->storage));
+      if (pool::cancelled_at_start(&g->pool_, s)) [[unlikely]] {
+        g->fail(detail::cancelled_error());
+      } else if (!g->is_cancelled()) {
+        try {
+          (*fn)();
+        } catch (...) {
+          g->fail(std::current_exception());
+        }
+      }
+      // Before the finish, as for any job: no destructor runs after the
+      // waiter returned.
+      fn->~C();
+    }
+    g->finish_slot(epoch);
+  }
+  // A slot has run: counted finished in the pool and then in the group.
+  void finish_slot(unsigned epoch) noexcept {
+    detail::worker* self = detail::tls.self;
+    if (self == home_) {
+      ++self->finished[epoch];
+      finish_at_home();
+    } else {
+      pool_.count_job_finished(home_->cache, epoch);
+      finish_shared();
+    }
+  }
+  // Whether j is one of this group's slots.
+  [[nodiscard]] bool owns(const detail::job* j) const noexcept {
+    const auto at = reinterpret_cast<std::uintptr_t>(j);
+    const auto first = reinterpret_cast<std::uintptr_t>(&slots_[0]);
+    return at - first < sizeof(slots_);
+  }
+
+  // wait() on the home, inlined: takes the group's jobs back from the top
+  // of its deque and runs its slots as calls; true once the group is idle,
+  // false when the general wait (wait_idle()) must go on. What it takes
+  // that is not one of its slots runs as help_from_own_deque() would run it.
+  bool wait_at_home() {
+    detail::worker& self = *home_;
+    if (!pool_.may_help_from_own_deque()) return false;
+    for (;;) {
+      if (idle()) {
+        slots_used_ = 0;  // every slot's job has finished
+        return true;
+      }
+      detail::job* j = pool_.take_own(self);
+      if (j == nullptr) return false;
+      detail::worker::bump(self.counts.jobs);
+      if (owns(j) && !pool_.traced()) [[likely]] {
+        j->run(j);
+        continue;
+      }
+      pool_.run_taken(self, j);
+      if (!pool_.may_help_from_own_deque()) return false;
+    }
+  }
+
   // spawn() on the home worker: counted with plain stores in home_spawned_,
-  // queued in the private part of its deque.
+  // kept in a slot if one is free, queued in the private part of its deque.
   template <class F>
   void spawn_at_home(F&& f) {
+    using C = std::decay_t<F>;
+    if constexpr (fits_slot_v<C>()) {
+      if (slots_used_ < slot_count) [[likely]] {
+        spawn_in_slot<C>(std::forward<F>(f));
+        return;
+      }
+    }
     // Relaxed, and only this thread writes it: see idle().
     home_spawned_.store(home_spawned_.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
@@ -138,6 +271,28 @@ class task_group {
       pool_.post_private<member_call<std::decay_t<F>, true>>(*home_, this, std::forward<F>(f));
     } catch (...) {
       finish_at_home();
+      throw;
+    }
+  }
+
+  template <class C, class F>
+  void spawn_in_slot(F&& f) {
+    slot* s = &slots_[slots_used_].s;
+    ::new (static_cast<void*>(s->storage)) C(std::forward<F>(f));  // may throw: nothing changed
+    const unsigned e = pool_.count_own_spawn(*home_);
+    ::new (static_cast<void*>(s)) slot(this, e, &run_slot<C>);
+    ++slots_used_;
+    // Relaxed, and only this thread writes it: see idle().
+    home_spawned_.store(home_spawned_.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+    try {
+      pool_.push_own(*home_, s);
+    } catch (...) {
+      home_spawned_.store(home_spawned_.load(std::memory_order_relaxed) - 1,
+                          std::memory_order_relaxed);
+      --slots_used_;
+      pool::uncount_own_spawn(*home_, e);
+      std::launder(reinterpret_cast<C*>(s->storage))->~C();
       throw;
     }
   }
@@ -201,8 +356,12 @@ class task_group {
   std::atomic<std::uint64_t> home_finished_{0};  // written only by the home
   detail::parker* waiter_ = nullptr;  // written before waiter_bit is set, read by finish_shared()
   std::atomic<bool> cancelled_{false};
+  // Home only: how many of slots_ the home has taken since its last wait()
+  // found the group idle (then none is in use).
+  std::uint32_t slots_used_ = 0;
   std::mutex error_mutex_;
   std::exception_ptr error_;  // guarded by error_mutex_
+  slot_space slots_[slot_count];
 };
 
 }  // namespace weft

@@ -773,6 +773,28 @@ class pool {
   // made it, which that worker almost always runs itself.
   template <class C, class... Args>
   void post_private(detail::worker& self, Args&&... args);
+  // Counts a job that `self`, the calling thread's worker of this pool,
+  // makes for its private part, as post_private() counts its own; returns
+  // the epoch parity. For a job in memory of the front end's own (a
+  // task_group's slot), which then goes to push_own().
+  unsigned count_own_spawn(detail::worker& self) noexcept {
+    const unsigned e = spawn_epoch();
+    // Relaxed: as in count_spawn().
+    std::atomic<std::uint64_t>& spawned = self.cache.spawned[e];
+    spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return e;
+  }
+  // Takes back count_own_spawn() for a job that was never queued.
+  static void uncount_own_spawn(detail::worker& self, unsigned e) noexcept {
+    std::atomic<std::uint64_t>& spawned = self.cache.spawned[e];
+    spawned.store(spawned.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
+  // Queues j, counted by count_own_spawn(), in the private part of self's
+  // deque, as post_private() does. Throws only std::bad_alloc, and then j
+  // was not queued.
+  [[gnu::always_inline]] void push_own(detail::worker& self, detail::job* j) {
+    if (self.deque.push_private(j) || share_private(self)) sleep_.new_work();
+  }
   // Stores C{args...} in j (allocated and counted for it) and makes it
   // runnable; if that throws, j is discarded (freed, counted finished).
   template <class C, class... Args>
@@ -970,9 +992,28 @@ class pool {
   // that made it): runs what is on top of its own deque until done() holds,
   // without the search of help_until(); false when it stopped first (the
   // deque ran dry, the help depth is reached, or the pool is paused or has
-  // priority jobs), and the caller then waits the general way.
-  template <class Done>
-  bool help_from_own_deque(detail::worker& self, Done& done);
+  // priority jobs), and the caller then waits the general way. A job for
+  // which mine(j) holds is the caller's own (a task_group's slot): it runs
+  // as a call of the waiting frame, like join's second half, and does not
+  // count towards the help depth.
+  template <class Done, class Mine>
+  bool help_from_own_deque(detail::worker& self, Done& done, Mine& mine);
+  // Whether a worker's wait may run jobs from its own deque now (see
+  // help_from_own_deque()).
+  [[nodiscard]] bool may_help_from_own_deque() const noexcept {
+    // Relaxed: see find_work().
+    return detail::tls.depth < detail::max_help_depth &&
+           attention_.load(std::memory_order_relaxed) == 0;
+  }
+  // Runs j, which worker self took from its own deque in a wait, as
+  // help_from_own_deque() runs a job that is not the caller's own.
+  void run_taken(detail::worker& self, detail::job* j) noexcept {
+    detail::context& ctx = detail::tls;
+    ++ctx.depth;
+    execute(j);
+    --ctx.depth;
+    flush_now_and_then(self);
+  }
   // The loop of help_until; with Both, it also runs `also`'s jobs.
   template <bool Both, class Done>
   void help_loop(Done& done, pool* also);
@@ -1251,15 +1292,11 @@ void pool::fill_posted(detail::heap_job* j, Args&&... args) {
 
 template <class C, class... Args>
 void pool::post_private(detail::worker& self, Args&&... args) {
-  const unsigned e = spawn_epoch();
   detail::heap_job* j = self.cache.allocate();  // throws before anything is counted
-  // Relaxed: as in count_spawn().
-  std::atomic<std::uint64_t>& spawned = self.cache.spawned[e];
-  spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  j->epoch = e;
+  j->epoch = count_own_spawn(self);
   fill_posted<C>(j, std::forward<Args>(args)...);
   try {
-    if (self.deque.push_private(j) || share_private(self)) sleep_.new_work();
+    push_own(self, j);
   } catch (...) {
     detail::destroy_callable<C>(j);
     discard(j);
@@ -1434,22 +1471,22 @@ void pool::help_loop(Done& done, pool* also) {
   }
 }
 
-template <class Done>
-bool pool::help_from_own_deque(detail::worker& self, Done& done) {
-  detail::context& ctx = detail::tls;
+template <class Done, class Mine>
+bool pool::help_from_own_deque(detail::worker& self, Done& done, Mine& mine) {
   while (!done()) {
-    // Relaxed: see find_work(); a pause or a priority job sends us to the
-    // general loop, which looks at them.
-    if (ctx.depth >= detail::max_help_depth || attention_.load(std::memory_order_relaxed) != 0) {
-      return false;
-    }
+    // A pause or a priority job sends us to the general loop, which looks
+    // at them.
+    if (!may_help_from_own_deque()) return false;
     detail::job* j = take_own(self);
     if (j == nullptr) return false;
     detail::worker::bump(self.counts.jobs);
-    ++ctx.depth;
-    execute(j);
-    --ctx.depth;
-    flush_now_and_then(self);
+    if (mine(j) && !traced()) [[likely]] {
+      // A worker's pool is never sequential: execute() would only add the
+      // call and that test.
+      j->run(j);
+    } else {
+      run_taken(self, j);
+    }
   }
   return true;
 }

@@ -1,6 +1,7 @@
 // weft::task_group: waiting, cancellation, exceptions, nesting.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -9,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 #include <weft/weft.hpp>
 
 #include "support/support.hpp"
@@ -298,6 +300,165 @@ TEST_P(group_test, the_home_waits_for_jobs_other_threads_spawn_into_its_group) {
         .get();
     outsider.join();
   }
+}
+
+// ---------------------------------------------------------------------------
+// run_and_wait
+
+int fib_run_and_wait(weft::pool& pool, int n) {
+  if (n < 2) return n;
+  int a = 0;
+  int b = 0;
+  weft::task_group g{pool};
+  g.spawn([&] { a = fib_run_and_wait(pool, n - 1); });
+  g.run_and_wait([&] { b = fib_run_and_wait(pool, n - 2); });
+  return a + b;
+}
+
+TEST_P(group_test, run_and_wait_runs_its_callable_here_and_waits_for_the_rest) {
+  weft::pool pool{options()};
+  for (const bool from_a_job : {false, true}) {
+    auto body = [&] {
+      weft::task_group g{pool};
+      std::atomic<int> spawned_ran{0};
+      for (int i = 0; i < 100; ++i) g.spawn([&] { spawned_ran.fetch_add(1); });
+      std::thread::id ran_on;
+      g.run_and_wait([&] { ran_on = std::this_thread::get_id(); });
+      EXPECT_EQ(ran_on, std::this_thread::get_id());
+      EXPECT_EQ(spawned_ran.load(), 100) << "run_and_wait() returned before the group's jobs";
+    };
+    if (from_a_job) {
+      pool.submit(body).get();
+    } else {
+      body();
+    }
+  }
+  EXPECT_EQ(fib_run_and_wait(pool, 16), 987);
+  EXPECT_EQ(pool.submit([&] { return fib_run_and_wait(pool, 18); }).get(), 2584);
+}
+
+TEST_P(group_test, run_and_wait_rethrows_and_is_skipped_in_a_cancelled_group) {
+  weft::pool pool{options()};
+  pool.submit([&] {
+        weft::task_group g{pool};
+        std::atomic<int> ran{0};
+        g.spawn([&] { ran.fetch_add(1); });
+        EXPECT_THROW(g.run_and_wait([] { throw std::logic_error("here"); }), std::logic_error);
+        EXPECT_FALSE(g.is_cancelled()) << "the group is fresh after the rethrow";
+        EXPECT_LE(ran.load(), 1);
+        // A job's exception that came first wins, and f is skipped.
+        g.spawn([] { throw std::runtime_error("spawned"); });
+        // With another worker, it takes the failing job: a public push
+        // publishes the private items below it (docs/deque.md).
+        const bool elsewhere = GetParam() >= 2;
+        if (elsewhere) {
+          pool.spawn([] {});
+          while (!g.is_cancelled()) std::this_thread::yield();
+        }
+        bool ran_here = false;
+        EXPECT_THROW(g.run_and_wait([&] { ran_here = true; }), std::runtime_error);
+        // Else the failing job runs inside the wait, after f.
+        EXPECT_EQ(ran_here, !elsewhere);
+        g.cancel();
+        bool ran_cancelled = false;
+        g.run_and_wait([&] { ran_cancelled = true; });
+        EXPECT_FALSE(ran_cancelled) << "f ran in a cancelled group";
+      })
+      .get();
+}
+
+TEST(group_sequential, run_and_wait_runs_its_callable_before_the_jobs_spawned_so_far) {
+  weft::pool pool{{.threads = 0}};
+  weft::task_group g{pool};
+  std::vector<int> order;
+  g.spawn([&] { order.push_back(1); });
+  g.spawn([&] { order.push_back(2); });
+  g.run_and_wait([&] { order.push_back(0); });
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+}
+
+// ---------------------------------------------------------------------------
+// The home's first spawns live in the group (task_group::slot)
+
+TEST_P(group_test, jobs_kept_in_the_group_are_stolen_reused_and_mixed_with_heap_jobs) {
+  // The first two spawns of the home between waits live in the group; the
+  // rest, and callables too big for a slot, are heap jobs. Thieves take
+  // slots at random moments, jobs throw at random, and the group is reused
+  // round after round: every job runs once, or is skipped after a failure.
+  weft::pool pool{options()};
+  const std::size_t rounds = weft::test::scaled(300, 30);
+  std::mt19937 random{11};
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const auto pause = std::chrono::microseconds{random() % 50};
+    const int spawns = 1 + static_cast<int>(random() % 5);
+    const int failing = static_cast<int>(random() % 8);  // >= spawns: none fails
+    pool.submit([&] {
+          weft::task_group g{pool};
+          for (int round = 0; round < 3; ++round) {
+            std::atomic<int> ran{0};
+            for (int i = 0; i < spawns; ++i) {
+              if (i % 2 == 0) {
+                g.spawn([&, i] {
+                  if (i == 0) std::this_thread::sleep_for(pause);
+                  ran.fetch_add(1);
+                  if (i == failing) throw std::runtime_error("slot");
+                });
+              } else {
+                std::array<char, 256> big{};  // too big for a slot
+                big[0] = 1;
+                g.spawn([&, i, big] {
+                  ran.fetch_add(big[0]);
+                  if (i == failing) throw std::runtime_error("heap");
+                });
+              }
+            }
+            if (failing < spawns) {
+              EXPECT_THROW(g.wait(), std::runtime_error);
+              ASSERT_LE(ran.load(), spawns);
+            } else {
+              g.wait();
+              ASSERT_EQ(ran.load(), spawns) << "round " << r;
+            }
+          }
+        })
+        .get();
+  }
+}
+
+TEST(group_slots, purge_drops_jobs_kept_in_the_group) {
+  // A job's spawns into its group wait in its worker's deque; purge() drops
+  // them once they are public, and the group's wait() throws job_cancelled.
+  weft::pool pool{{.threads = 2}};
+  std::atomic<bool> started{false};
+  std::atomic<bool> paused{false};
+  std::atomic<bool> spawned{false};
+  std::atomic<bool> purged{false};
+  std::atomic<int> ran{0};
+  auto job = pool.submit([&] {
+    started.store(true);
+    while (!paused.load()) std::this_thread::yield();
+    weft::task_group g{pool};
+    g.spawn([&] { ran.fetch_add(1); });
+    g.spawn([&] { ran.fetch_add(1); });
+    pool.spawn([&] { ran.fetch_add(1); });  // a public push publishes the two below it
+    spawned.store(true);
+    while (!purged.load()) std::this_thread::yield();
+    try {
+      g.wait();
+    } catch (const weft::job_cancelled&) {
+      return true;
+    }
+    return false;
+  });
+  while (!started.load()) std::this_thread::yield();  // a paused pool would not start it
+  pool.pause();
+  paused.store(true);
+  while (!spawned.load()) std::this_thread::yield();
+  EXPECT_EQ(pool.purge(), std::size_t{3});
+  purged.store(true);
+  pool.resume();
+  EXPECT_TRUE(job.get()) << "wait() did not report the dropped jobs";
+  EXPECT_EQ(ran.load(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, group_test, ::testing::ValuesIn(weft::test::worker_counts()),
