@@ -246,6 +246,7 @@ class task_group {
       detail::worker::bump(self.counts.jobs);
       if (owns(j) && !pool_.traced()) [[likely]] {
         j->run(j);
+        pool_.flush_now_and_then(self);  // outside waiters in wait_until() look again
         continue;
       }
       pool_.run_taken(self, j);

@@ -1484,6 +1484,7 @@ bool pool::help_from_own_deque(detail::worker& self, Done& done, Mine& mine) {
       // A worker's pool is never sequential: execute() would only add the
       // call and that test.
       j->run(j);
+      flush_now_and_then(self);  // outside waiters in wait_until() look again
     } else {
       run_taken(self, j);
     }
