@@ -22,8 +22,8 @@
 //                     call makes on its home worker's deque, on the calling
 //                     thread (the floor of task_group and of
 //                     task_group_run_and_wait; docs/design.md)
-// join, task_group and spawn_wait_until also report ns_per_spawn and seq_ms
-// (fib.hpp): issue 13's cost of one spawn.
+// join, task_group, task_group_run_and_wait and spawn_wait_until also report
+// ns_per_spawn and seq_ms (fib.hpp): issue 13's cost of one spawn.
 #include <algorithm>
 #include <atomic>
 #include <memory>

@@ -85,13 +85,7 @@ class task_group {
   template <class F>
   void run_and_wait(F&& f) {
     static_assert(std::is_invocable_v<F>, "run_and_wait(f): f must be callable with no arguments");
-    if (!is_cancelled()) {
-      try {
-        std::invoke(std::forward<F>(f));
-      } catch (...) {
-        fail(std::current_exception());
-      }
-    }
+    run_guarded(std::forward<F>(f));
     wait();
   }
 
@@ -144,13 +138,7 @@ class task_group {
     }
 
     finish_epilogue operator()() noexcept {
-      if (!group->is_cancelled()) {
-        try {
-          fn();
-        } catch (...) {
-          group->fail(std::current_exception());
-        }
-      }
+      group->run_guarded(fn);
       return {group, AtHome};
     }
   };
@@ -198,12 +186,8 @@ class task_group {
       C* fn = std::launder(reinterpret_cast<C*>(s->storage));
       if (pool::cancelled_at_start(&g->pool_, s)) [[unlikely]] {
         g->fail(detail::cancelled_error());
-      } else if (!g->is_cancelled()) {
-        try {
-          (*fn)();
-        } catch (...) {
-          g->fail(std::current_exception());
-        }
+      } else {
+        g->run_guarded(*fn);
       }
       // Before the finish, as for any job: no destructor runs after the
       // waiter returned.
@@ -230,28 +214,15 @@ class task_group {
   }
 
   // wait() on the home, inlined: takes the group's jobs back from the top
-  // of its deque and runs its slots as calls; true once the group is idle,
-  // false when the general wait (wait_idle()) must go on. What it takes
-  // that is not one of its slots runs as help_from_own_deque() would run it.
+  // of its deque and runs its slots as calls (pool::help_from_own_deque());
+  // true once the group is idle, false when the general wait (wait_idle())
+  // must go on.
   bool wait_at_home() {
-    detail::worker& self = *home_;
-    if (!pool_.may_help_from_own_deque()) return false;
-    for (;;) {
-      if (idle()) {
-        slots_used_ = 0;  // every slot's job has finished
-        return true;
-      }
-      detail::job* j = pool_.take_own(self);
-      if (j == nullptr) return false;
-      detail::worker::bump(self.counts.jobs);
-      if (owns(j) && !pool_.traced()) [[likely]] {
-        j->run(j);
-        pool_.flush_now_and_then(self);  // outside waiters in wait_until() look again
-        continue;
-      }
-      pool_.run_taken(self, j);
-      if (!pool_.may_help_from_own_deque()) return false;
-    }
+    auto done = [this] { return idle(); };
+    auto mine = [this](const detail::job* j) { return owns(j); };
+    if (!pool_.help_from_own_deque(*home_, done, mine)) return false;
+    slots_used_ = 0;  // every slot's job has finished
+    return true;
   }
 
   // spawn() on the home worker: counted with plain stores in home_spawned_,
@@ -265,9 +236,7 @@ class task_group {
         return;
       }
     }
-    // Relaxed, and only this thread writes it: see idle().
-    home_spawned_.store(home_spawned_.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_relaxed);
+    count_home_spawn(1);
     try {
       pool_.post_private<member_call<std::decay_t<F>, true>>(*home_, this, std::forward<F>(f));
     } catch (...) {
@@ -283,14 +252,11 @@ class task_group {
     const unsigned e = pool_.count_own_spawn(*home_);
     ::new (static_cast<void*>(s)) slot(this, e, &run_slot<C>);
     ++slots_used_;
-    // Relaxed, and only this thread writes it: see idle().
-    home_spawned_.store(home_spawned_.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_relaxed);
+    count_home_spawn(1);
     try {
       pool_.push_own(*home_, s);
     } catch (...) {
-      home_spawned_.store(home_spawned_.load(std::memory_order_relaxed) - 1,
-                          std::memory_order_relaxed);
+      count_home_spawn(-1);
       --slots_used_;
       pool::uncount_own_spawn(*home_, e);
       std::launder(reinterpret_cast<C*>(s->storage))->~C();
@@ -298,11 +264,29 @@ class task_group {
     }
   }
 
+  // Runs fn() as a job of the group: skipped once the group is cancelled;
+  // its exception cancels the group (fail()).
+  template <class F>
+  void run_guarded(F&& fn) noexcept {
+    if (is_cancelled()) return;
+    try {
+      std::invoke(std::forward<F>(fn));
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  }
   void fail(std::exception_ptr error) noexcept;
   // A job of the group has finished: one counted in state_ (spawned by a
   // thread other than the home, or run by one), or one the home spawned
   // and ran itself.
   void finish_shared() noexcept;
+  // The home has spawned delta more jobs (-1 undoes a spawn that threw).
+  void count_home_spawn(int delta) noexcept {
+    // Relaxed, and only the home writes it: see idle().
+    home_spawned_.store(
+        home_spawned_.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(delta),
+        std::memory_order_relaxed);
+  }
   void finish_at_home() noexcept {
     // Release pairs with the acquire load in idle(): see there. Only the
     // home writes it.

@@ -995,9 +995,10 @@ class pool {
   // priority jobs), and the caller then waits the general way. A job for
   // which mine(j) holds is the caller's own (a task_group's slot): it runs
   // as a call of the waiting frame, like join's second half, and does not
-  // count towards the help depth.
+  // count towards the help depth. Inlined: it is task_group::wait()'s
+  // whole fast path (bench fib/N/task_group_run_and_wait).
   template <class Done, class Mine>
-  bool help_from_own_deque(detail::worker& self, Done& done, Mine& mine);
+  [[gnu::always_inline]] bool help_from_own_deque(detail::worker& self, Done& done, Mine& mine);
   // Whether a worker's wait may run jobs from its own deque now (see
   // help_from_own_deque()).
   [[nodiscard]] bool may_help_from_own_deque() const noexcept {
@@ -1472,11 +1473,13 @@ void pool::help_loop(Done& done, pool* also) {
 }
 
 template <class Done, class Mine>
-bool pool::help_from_own_deque(detail::worker& self, Done& done, Mine& mine) {
+[[gnu::always_inline]] inline bool pool::help_from_own_deque(detail::worker& self, Done& done,
+                                                             Mine& mine) {
+  // A pause or a priority job sends us to the general loop, which looks at
+  // them. Checked before each job that is not the caller's own: its own run
+  // as calls of this frame, as join's second half does, without the check.
+  if (!may_help_from_own_deque()) return false;
   while (!done()) {
-    // A pause or a priority job sends us to the general loop, which looks
-    // at them.
-    if (!may_help_from_own_deque()) return false;
     detail::job* j = take_own(self);
     if (j == nullptr) return false;
     detail::worker::bump(self.counts.jobs);
@@ -1487,6 +1490,7 @@ bool pool::help_from_own_deque(detail::worker& self, Done& done, Mine& mine) {
       flush_now_and_then(self);  // outside waiters in wait_until() look again
     } else {
       run_taken(self, j);
+      if (!may_help_from_own_deque()) return false;
     }
   }
   return true;
