@@ -478,6 +478,49 @@ TEST(pool_lanes, more_outside_threads_than_lanes_fall_back_to_the_injector) {
   EXPECT_LE(pool.stats().lanes, 64U);
 }
 
+TEST(pool_lanes, one_worker_runs_an_outside_threads_jobs_in_the_order_they_were_queued) {
+  // The worker is held while the jobs queue up in this thread's lane, so it
+  // then takes them in batches, and queues each batch in its own deque
+  // (pool::keep_batch()) in the order that makes it run the oldest first.
+  weft::pool pool{{.threads = 1}};
+  std::atomic<bool> started{false};
+  std::atomic<bool> go{false};
+  pool.spawn([&] {
+    started.store(true);
+    while (!go.load()) std::this_thread::yield();
+  });
+  while (!started.load()) std::this_thread::yield();
+  constexpr int n = 500;
+  std::vector<int> order;  // only the worker appends
+  order.reserve(n);
+  for (int i = 0; i < n; ++i) pool.spawn([&order, i] { order.push_back(i); });
+  go.store(true);
+  pool.wait();
+  std::vector<int> expected(n);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(order, expected);
+}
+
+TEST(pool_lanes, a_lane_that_keeps_filling_slowly_is_still_taken) {
+  // A searching worker leaves a lane alone while its thread keeps pushing
+  // and less than a batch waits (pool::lanes_filling()); the lane must
+  // still be taken once its thread stops, not only when a batch has built
+  // up: here the thread pushes two jobs at a time and waits for the second
+  // to run.
+  weft::pool pool{{.threads = 1}};
+  std::atomic<int> ran{0};
+  const int rounds = static_cast<int>(weft::test::scaled(2000, 200));
+  for (int i = 0; i < rounds; ++i) {
+    pool.spawn([] {});
+    pool.spawn([&] { ran.fetch_add(1); });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ran.load() <= i) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "job " << i << " never ran";
+      std::this_thread::yield();
+    }
+  }
+}
+
 TEST(pool_lanes, a_thread_may_outlive_the_pools_it_submitted_to) {
   std::thread t{[] {
     for (int round = 0; round < 20; ++round) {
