@@ -1010,9 +1010,9 @@ pool& default_pool() {
 // task_group
 
 void task_group::finish_before_destruction() noexcept {
-  wait_idle();
+  wait_until_idle();
   // No error without a cancel: fail() sets cancelled_ before it stores the
-  // error, and wait_idle() saw every job's finish (acquire), so a relaxed
+  // error, and wait_until_idle() saw every job's finish (acquire), so a relaxed
   // load that reads false proves error_ is empty and spares a fork-join
   // node's group the mutex (wait() relies on the same).
   if (!cancelled_.load(std::memory_order_relaxed)) return;
@@ -1049,19 +1049,17 @@ void task_group::finish_shared() noexcept {
 void task_group::wait_idle() {
   auto done = [this] { return idle(); };
   if (home_ != nullptr) {
-    const bool at_home = detail::tls.self == home_;
-    auto mine = [this](const detail::job* j) { return owns(j); };
-    if (!at_home || !pool_.help_from_own_deque(*home_, done, mine)) {
-      // The home's own finishes are plain stores that no waiter's bit can be
-      // paired with, so a thread that is not a worker polls, with backoff, in
-      // the rare case that it waits for a group a worker made.
-      pool_.wait_on(done, [&] {
-        detail::backoff backoff;
-        while (!done()) backoff.pause();
-      });
-    }
+    // The home's wait() has already run what it could from its own deque
+    // (wait_at_home()); the general wait below runs the rest. The home's own
+    // finishes are plain stores that no waiter's bit can be paired with, so
+    // a thread that is not a worker polls, with backoff, in the rare case
+    // that it waits for a group a worker made.
+    pool_.wait_on(done, [&] {
+      detail::backoff backoff;
+      while (!done()) backoff.pause();
+    });
     // Idle: every slot's job has finished, and only the home reuses them.
-    if (at_home) slots_used_ = 0;
+    if (detail::tls.self == home_) slots_used_ = 0;
     return;
   }
   pool_.wait_on(done, [&] {

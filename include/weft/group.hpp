@@ -65,7 +65,7 @@ class task_group {
   /// Waits for every job spawned so far; on a worker it runs other jobs
   /// meanwhile. Rethrows the first exception a job threw.
   void wait() {
-    if (home_ == nullptr || detail::tls.self != home_ || !wait_at_home()) wait_idle();
+    wait_until_idle();
     // Not cancelled means no error to take (see finish_before_destruction()).
     if (cancelled_.load(std::memory_order_relaxed)) take_error();
   }
@@ -238,7 +238,7 @@ class task_group {
     }
     count_home_spawn(1);
     try {
-      pool_.post_private<member_call<std::decay_t<F>, true>>(*home_, this, std::forward<F>(f));
+      pool_.post_private<member_call<C, true>>(*home_, this, std::forward<F>(f));
     } catch (...) {
       finish_at_home();
       throw;
@@ -314,6 +314,11 @@ class task_group {
     const std::uint64_t shared = state_.load(std::memory_order_acquire) & count_mask;
     const std::uint64_t spawned = home_spawned_.load(std::memory_order_acquire);
     return (spawned - finished) * one_job + shared == 0;
+  }
+  // wait() and the destructor's wait: the home first runs what it can from
+  // its own deque inline (wait_at_home()), then the general wait.
+  void wait_until_idle() {
+    if (home_ == nullptr || detail::tls.self != home_ || !wait_at_home()) wait_idle();
   }
   void wait_idle();
   // wait() after a cancel: makes the group fresh, and rethrows the first
