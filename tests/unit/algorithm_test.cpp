@@ -385,6 +385,105 @@ TEST_P(algorithm_test, a_caller_that_runs_the_loop_itself_forks_on_the_same_pool
   EXPECT_EQ(caught, "10");
 }
 
+// Holds every worker of `pool` but the free ones in a spin until the holder
+// goes out of scope.
+class hold_all_but {
+ public:
+  hold_all_but(weft::pool& pool, const std::set<std::size_t>& free) {
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      if (free.contains(i)) continue;
+      holders_.push_back(pool.submit_on(i, [this] {
+        held_.fetch_add(1);
+        while (!release_.load()) std::this_thread::yield();
+      }));
+    }
+    while (held_.load() < holders_.size()) std::this_thread::yield();
+  }
+  hold_all_but(const hold_all_but&) = delete;
+  hold_all_but& operator=(const hold_all_but&) = delete;
+  ~hold_all_but() {
+    release_ = true;
+    for (auto& h : holders_) h.get();
+  }
+
+ private:
+  std::atomic<bool> release_{false};
+  std::atomic<std::size_t> held_{0};
+  std::vector<weft::future<void>> holders_;
+};
+
+TEST_P(algorithm_test, a_worker_keeps_the_half_on_its_side_of_a_static_partition) {
+  // Every call of a loop hands each worker the same part of the range, as a
+  // static schedule would, whichever worker runs the root piece: the last
+  // worker keeps the right half and forks the left one, worker 0 the other
+  // way round. The grain allows exactly one split, and with every other
+  // worker held the free one runs both halves, the kept one first. Without
+  // the rule the root's worker always ran the left half first, and a worker
+  // found other elements in its caches from call to call
+  // (parallel_loops/balanced_1e7).
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  const std::size_t n = 1000;
+  for (const std::size_t free_worker : {pool.size() - 1, std::size_t{0}}) {
+    const hold_all_but held{pool, {free_worker}};
+    std::vector<std::size_t> order;
+    std::set<std::size_t> threads;
+    weft::for_each_index(
+        pool, std::size_t{0}, n,
+        [&](std::size_t i) {
+          order.push_back(i);
+          threads.insert(weft::this_worker::index().value_or(99));
+        },
+        weft::grain{n / 2});
+    ASSERT_EQ(order.size(), n);
+    EXPECT_EQ(threads, std::set<std::size_t>{free_worker});
+    const std::size_t first = free_worker == 0 ? 0 : n / 2;
+    EXPECT_EQ(order.front(), first) << "worker " << free_worker;
+    // Each half in index order.
+    EXPECT_TRUE(std::is_sorted(order.begin(), order.begin() + n / 2));
+    EXPECT_TRUE(std::is_sorted(order.begin() + n / 2, order.end()));
+  }
+}
+
+TEST_P(algorithm_test, the_lower_index_wins_when_the_right_half_runs_first) {
+  // Two free workers: whichever takes the root piece keeps its own half
+  // (worker 0 the left, the last one the right) and the other steals the
+  // rest. Index 900 throws only once index 10 has, so both halves throw
+  // whatever the timing, and the caller must get 10, also when the right
+  // half ran on the forking worker (its exception then waits for the left
+  // half's).
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  const int n = 1000;
+  const hold_all_but held{pool, {0, pool.size() - 1}};
+  const int rounds = static_cast<int>(weft::test::scaled(20, 4));
+  for (int round = 0; round < rounds; ++round) {
+    std::atomic<bool> left_threw{false};
+    std::string caught;
+    try {
+      weft::for_each_index(
+          pool, 0, n,
+          [&](int i) {
+            if (i == 10) {
+              left_threw = true;
+              throw std::runtime_error("10");
+            }
+            if (i == 900) {
+              const auto until = std::chrono::steady_clock::now() + 10s;
+              while (!left_threw.load() && std::chrono::steady_clock::now() < until) {
+                std::this_thread::yield();
+              }
+              throw std::runtime_error("900");
+            }
+          },
+          weft::grain{n / 2});
+    } catch (const std::runtime_error& e) {
+      caught = e.what();
+    }
+    EXPECT_EQ(caught, "10") << "round " << round;
+  }
+}
+
 struct index_error : std::runtime_error {
   explicit index_error(std::size_t i) : std::runtime_error("index"), index(i) {}
   std::size_t index;
