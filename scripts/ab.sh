@@ -3,7 +3,7 @@
 # row by row, for the "no benchmark more than 3% slower" rule (bench/README.md,
 # "A/B comparisons").
 #
-#   scripts/ab.sh OLD_EXE NEW_EXE [--filter REGEX] [--rounds N] [--workers W]
+#   scripts/ab.sh OLD_EXE NEW_EXE [--filter REGEX] [--rounds N] [--workers W] [--per-row]
 #
 #   OLD_EXE, NEW_EXE  two weft_bench_weft (or any bench) executables; copy the
 #                     old one aside before rebuilding, e.g.
@@ -12,6 +12,11 @@
 #   --rounds N        rounds; each runs both executables, the order
 #                     alternating from round to round (default 6)
 #   --workers W       WEFT_BENCH_WORKERS (default 2)
+#   --per-row         runs every row on its own, both executables right after
+#                     each other, instead of the whole filter per executable:
+#                     the two runs of a pair are then seconds apart, not
+#                     minutes, so a switch of the machine's speed rarely
+#                     falls between them (slower: a process per row and side)
 #
 # Prints, per row: each side's median, the median of the per-round ratios
 # new/old (the two runs of a round are adjacent in time), the ratio of the
@@ -33,11 +38,13 @@ shift 2
 filter=.
 rounds=6
 workers=2
+per_row=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --filter) filter=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
+    --per-row) per_row=1; shift ;;
     -h | --help) usage 0 ;;
     *) echo "ab.sh: unknown option $1" >&2; usage 2 ;;
   esac
@@ -46,37 +53,57 @@ for exe in "$old" "$new"; do
   [[ -x $exe ]] || { echo "ab.sh: $exe is not an executable" >&2; exit 2; }
 done
 
+# The filters of one round's runs: the whole filter, or (--per-row) each
+# row's full name, anchored, with the regex characters in it escaped.
+filters=("$filter")
+if ((per_row)); then
+  mapfile -t names < <(WEFT_BENCH_WORKERS=$workers "$old" --benchmark_list_tests \
+    --benchmark_filter="$filter")
+  ((${#names[@]} > 0)) || { echo "ab.sh: no benchmark matches $filter" >&2; exit 2; }
+  filters=()
+  for name in "${names[@]}"; do
+    # sed, not ${name//...}: the replacement refers to the matched character.
+    # shellcheck disable=SC2001
+    filters+=("^$(sed 's/[][\.^$*+?(){}|]/\\&/g' <<< "$name")\$")
+  done
+fi
+
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for ((r = 0; r < rounds; r++)); do
   if ((r % 2 == 0)); then order=(old new); else order=(new old); fi
-  for side in "${order[@]}"; do
-    exe=$old
-    [[ $side == new ]] && exe=$new
-    echo "round $((r + 1))/$rounds: $side" >&2
-    WEFT_BENCH_WORKERS=$workers "$exe" --benchmark_filter="$filter" \
-      --benchmark_format=json > "$out/$r.$side.json" 2> "$out/$r.$side.log" || {
-      echo "ab.sh: $exe failed; its output:" >&2
-      tail -n 20 "$out/$r.$side.log" >&2
-      exit 1
-    }
+  for ((k = 0; k < ${#filters[@]}; k++)); do
+    for side in "${order[@]}"; do
+      exe=$old
+      [[ $side == new ]] && exe=$new
+      row=""
+      ((per_row)) && row=" (row $((k + 1))/${#filters[@]})"
+      echo "round $((r + 1))/$rounds: $side$row" >&2
+      WEFT_BENCH_WORKERS=$workers "$exe" --benchmark_filter="${filters[k]}" \
+        --benchmark_format=json > "$out/$r.$side.$k.json" 2> "$out/$r.$side.$k.log" || {
+        echo "ab.sh: $exe failed; its output:" >&2
+        tail -n 20 "$out/$r.$side.$k.log" >&2
+        exit 1
+      }
+    done
   done
 done
 
 python3 - "$out" "$rounds" <<'PY'
-import json, statistics, sys
+import glob, json, statistics, sys
 
 out, rounds = sys.argv[1], int(sys.argv[2])
 scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 times = {}  # row -> side -> [ns per round]
 for r in range(rounds):
     for side in ("old", "new"):
-        with open(f"{out}/{r}.{side}.json") as f:
-            for b in json.load(f)["benchmarks"]:
-                if b.get("run_type") != "iteration":
-                    continue
-                ns = b["real_time"] * scale[b["time_unit"]]
-                times.setdefault(b["run_name"], {}).setdefault(side, []).append(ns)
+        for path in sorted(glob.glob(f"{out}/{r}.{side}.*.json")):
+            with open(path) as f:
+                for b in json.load(f)["benchmarks"]:
+                    if b.get("run_type") != "iteration":
+                        continue
+                    ns = b["real_time"] * scale[b["time_unit"]]
+                    times.setdefault(b["run_name"], {}).setdefault(side, []).append(ns)
 
 def faster_half(xs):
     xs = sorted(xs)
