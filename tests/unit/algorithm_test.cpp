@@ -341,50 +341,6 @@ TEST_P(algorithm_test, callers_outside_and_inside_the_pool) {
   EXPECT_EQ(b, expected);
 }
 
-TEST_P(algorithm_test, a_caller_that_runs_the_loop_itself_forks_on_the_same_pool) {
-  // With waiters_help, a caller whose pool's workers are all busy runs the
-  // loop's job itself. Its forks must stay in that pool (weft::join from a
-  // thread that is no worker would use default_pool()): here, every element
-  // then runs on the caller.
-  if (sequential()) GTEST_SKIP() << "needs workers to hold";
-  weft::pool pool{{.threads = GetParam(), .waiters_help = true}};
-  std::atomic<bool> release{false};
-  std::atomic<std::size_t> held{0};
-  std::vector<weft::future<void>> holders;
-  for (std::size_t i = 0; i < GetParam(); ++i) {
-    holders.push_back(pool.submit([&] {
-      held.fetch_add(1);
-      while (!release.load()) std::this_thread::yield();
-    }));
-  }
-  while (held.load() < GetParam()) std::this_thread::yield();
-  const std::thread::id caller = std::this_thread::get_id();
-  std::atomic<int> elsewhere{0};
-  std::atomic<int> ran{0};
-  std::string caught;
-  try {
-    weft::for_each_index(pool, 0, 256, [&](int) {
-      ran.fetch_add(1);
-      if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
-      spin_for(2us);
-    });
-    // The same with exceptions: the left half runs first, here always.
-    weft::for_each_index(pool, 0, 256, [&](int i) {
-      if (i == 10 || i == 200) throw std::runtime_error(std::to_string(i));
-    });
-  } catch (const std::runtime_error& e) {
-    caught = e.what();
-  } catch (...) {
-    release = true;
-    throw;
-  }
-  release = true;
-  for (auto& h : holders) h.get();
-  EXPECT_EQ(ran.load(), 256);
-  EXPECT_EQ(elsewhere.load(), 0);
-  EXPECT_EQ(caught, "10");
-}
-
 // Holds every worker of `pool` but the free ones in a spin until the holder
 // goes out of scope.
 class hold_all_but {
@@ -411,6 +367,38 @@ class hold_all_but {
   std::atomic<std::size_t> held_{0};
   std::vector<weft::future<void>> holders_;
 };
+
+TEST_P(algorithm_test, a_caller_that_runs_the_loop_itself_forks_on_the_same_pool) {
+  // With waiters_help, a caller whose pool's workers are all busy runs the
+  // loop's job itself. Its forks must stay in that pool (weft::join from a
+  // thread that is no worker would use default_pool()): here, every element
+  // then runs on the caller.
+  if (sequential()) GTEST_SKIP() << "needs workers to hold";
+  weft::pool pool{{.threads = GetParam(), .waiters_help = true}};
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  std::atomic<int> ran{0};
+  std::string caught;
+  {
+    const hold_all_but held{pool, {}};
+    try {
+      weft::for_each_index(pool, 0, 256, [&](int) {
+        ran.fetch_add(1);
+        if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
+        spin_for(2us);
+      });
+      // The same with exceptions: the left half runs first, here always.
+      weft::for_each_index(pool, 0, 256, [&](int i) {
+        if (i == 10 || i == 200) throw std::runtime_error(std::to_string(i));
+      });
+    } catch (const std::runtime_error& e) {
+      caught = e.what();
+    }
+  }
+  EXPECT_EQ(ran.load(), 256);
+  EXPECT_EQ(elsewhere.load(), 0);
+  EXPECT_EQ(caught, "10");
+}
 
 TEST_P(algorithm_test, a_worker_keeps_the_half_on_its_side_of_a_static_partition) {
   // Every call of a loop hands each worker the same part of the range, as a
