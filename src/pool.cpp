@@ -927,10 +927,10 @@ void pool::worker_main(detail::worker& w, detail::worker_start* start) {
 }
 
 detail::job* pool::idle(detail::worker& w) {
-  // At most half the workers (at least one) spin at a time; see
-  // sleep_controller::try_start_searching().
-  const std::uint64_t max_searchers = std::max<std::size_t>(1, size() / 2);
-  bool searching = sleep_.try_start_searching(max_searchers);
+  // At most half the workers (at least one) spin at a time, or all of them
+  // after a fork-join; see detail::search_limit().
+  const bool forked = std::exchange(w.forked_with_others, false);
+  bool searching = sleep_.try_start_searching(detail::search_limit(size(), forked));
   sleep_.notify_listeners();
   for (;;) {
     if (leaving(w)) {

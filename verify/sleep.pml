@@ -22,7 +22,9 @@
  * also passes but takes 28 million states):
  *   W workers (1..3), P producers (1..2), each pushing N jobs into its own
  *   queue (a lane, or the injector: one queue per producer). The search limit
- *   is max(1, W/2), as in pool::idle(). Jobs spawn nothing.
+ *   is max(1, W/2), or W for a worker that took part in a fork-join
+ *   (detail::search_limit()); the model lets a worker take either limit at
+ *   every try, so it covers any mix. Jobs spawn nothing.
  *
  * Properties:
  *   (a) no lost wake-up: once the producers are done, no state has every
@@ -191,7 +193,9 @@ try_start_searching:
   atomic {                                   /* CAS: searchers + 1 unless >= limit */
     if
     :: searchers < LIMIT -> searchers++; searching = true
-    :: else -> searching = false
+    :: searchers >= LIMIT && searchers < W ->  /* after a fork-join: limit W */
+       searchers++; searching = true
+    :: searchers >= LIMIT -> searching = false
     fi
   }
 idle_loop:

@@ -104,6 +104,7 @@ struct stealable_half : job {
   static void run_stolen(job* base) noexcept {
     auto* self = static_cast<stealable_half*>(base);
     pool* const forked_in = self->forked_in;
+    if (worker* const w = tls.self; w != nullptr) w->forked_with_others = true;  // search_limit()
     {
       const running_scope running{forked_in, join_access::epoch_of(*forked_in, self->scope)};
       self->run_here();
@@ -261,6 +262,7 @@ result_t<std::invoke_result_t<G&>> join_access::take_back(pool& p, worker& self,
     detail::worker::bump(self.counts.jobs);
     p.execute(j);
   }
+  self.forked_with_others = true;  // our half went to another thread: search_limit()
   auto stolen_done = [&right] { return right.finished(); };
   p.help_until(stolen_done);
   return right.take();

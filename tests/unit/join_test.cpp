@@ -1,6 +1,7 @@
 // weft::join: results, exceptions, no allocation on a worker, deep recursion.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -173,6 +174,45 @@ TEST_P(join_test, second_half_is_stolen_while_the_first_waits_for_it) {
     return n;
   });
   EXPECT_EQ(met.get(), rounds);
+}
+
+// Both threads of a join whose second half was stolen took part in a
+// fork-join: each may then search past half the pool when it next runs out
+// of work, so that the next fork finds it awake (detail::search_limit(),
+// docs/sleep.md).
+TEST_P(join_test, both_threads_of_a_stolen_half_may_search_past_half_the_pool) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  const std::size_t workers = GetParam();
+  EXPECT_EQ(weft::detail::search_limit(workers, true), workers);
+  EXPECT_EQ(weft::detail::search_limit(workers, false), std::max<std::size_t>(1, workers / 2));
+  EXPECT_EQ(weft::detail::search_limit(1, false), 1U);
+  weft::pool pool{options()};
+  struct marks {
+    bool before = true;   // the joiner's, when its job started
+    bool thief = false;   // the thief's, inside the stolen half
+    bool joiner = false;  // the joiner's, after the stolen join
+    bool met = false;
+  };
+  const marks m = pool.submit([] {
+                        auto marked = [] { return weft::detail::tls.self->forked_with_others; };
+                        marks r;
+                        r.before = marked();
+                        std::atomic<bool> started{false};
+                        auto [ok, thief] = weft::join([&] { return wait_for(started); },
+                                                      [&] {
+                                                        started = true;
+                                                        return marked();
+                                                      });
+                        r.met = ok;
+                        r.thief = thief;
+                        r.joiner = marked();
+                        return r;
+                      })
+                      .get();
+  ASSERT_TRUE(m.met);
+  EXPECT_FALSE(m.before);
+  EXPECT_TRUE(m.thief);
+  EXPECT_TRUE(m.joiner);
 }
 
 // Results that own memory and cannot be copied, from halves that are stolen

@@ -101,6 +101,10 @@ struct alignas(cache_line) worker {
     c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }
   std::thread thread;  // written by the pool's constructor, joined by its destructor
+  // Owner only: since it was last idle it ran a join half another thread
+  // forked, or its own half went to another thread (detail::search_limit()).
+  // After `thread`, in what was padding: the fields above keep their offsets.
+  bool forked_with_others = false;
 };
 
 class running_scope;

@@ -23,6 +23,22 @@ struct idle_listener {
   void* context = nullptr;
 };
 
+// How many workers of a pool of `workers` may search at once, as seen by one
+// that just ran out of work (pool::idle(), the limit of
+// sleep_controller::try_start_searching()). Half the pool, at least one, so
+// that spinning leaves a CPU to an outside producer or a busy worker; but
+// every worker for one that took part in a fork-join since it was last idle
+// (`forked_with_others`: it ran a join half another thread forked, or its own
+// half went to another thread). Such work comes back within microseconds (the
+// next call of a parallel loop, the next level of a recursion), and the
+// worker it would find asleep costs a futex wake-up at the next fork, here
+// 20 to 130 us: a parallel loop of 10^5 doubles called over and over took
+// 53-67 against 31 us a call (docs/sleep.md, "Spinning and idle cost").
+constexpr std::uint64_t search_limit(std::size_t workers, bool forked_with_others) noexcept {
+  if (forked_with_others) return workers;
+  return workers / 2 > 1 ? workers / 2 : 1;
+}
+
 // An idle worker is first *searching* (spinning over the queues), then
 // *sleeping* (announced, re-checking, or parked). The state word counts
 // searchers, sleepers, and wake tokens (wake-ups granted to sleepers and not
