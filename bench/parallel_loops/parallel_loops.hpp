@@ -3,6 +3,8 @@
 //   parallel_loops/sum_1e8         the sum of 10^8 doubles (small integers, so
 //                                  the sum is exact in any order)
 //   parallel_loops/balanced_1e7    x += 1 on each of 10^7 doubles
+//   parallel_loops/balanced_1e5    the same on 10^5 doubles (in cache: the
+//                                  cost of starting and ending a call)
 //   parallel_loops/unbalanced_1e4  element i runs i steps of an LCG: the last
 //                                  elements cost the most
 //   parallel_loops/slow_1000       1,000 elements of about 10 us each (busy)
@@ -26,6 +28,7 @@ namespace bench::parallel_loops {
 
 inline constexpr std::int64_t sum_n = 100'000'000;
 inline constexpr std::int64_t balanced_n = 10'000'000;
+inline constexpr std::int64_t balanced_small_n = 100'000;
 inline constexpr std::int64_t unbalanced_n = 10'000;
 inline constexpr std::int64_t slow_n = 1'000;
 inline constexpr std::chrono::microseconds slow_body{10};
@@ -111,12 +114,13 @@ void add_sum(std::string_view variant, Setup setup) {
       ->UseRealTime();
 }
 
-// run: void(std::vector<double>&), bump() on every element.
+// One row of add_balanced(): n elements.
 template <class Setup>
-void add_balanced(std::string_view variant, Setup setup) {
-  bench::add("parallel_loops", "balanced_1e7", variant,
-             [setup](benchmark::State& state) {
-               std::vector<double> x(static_cast<std::size_t>(balanced_n), 0.0);
+void add_balanced_of(std::string_view variant, Setup setup, std::string_view size, std::int64_t n,
+                     benchmark::TimeUnit unit) {
+  bench::add("parallel_loops", size, variant,
+             [setup, n](benchmark::State& state) {
+               std::vector<double> x(static_cast<std::size_t>(n), 0.0);
                auto run = setup();
                for (auto _ : state) run(x);
                // Every element was bumped once per iteration.
@@ -126,10 +130,19 @@ void add_balanced(std::string_view variant, Setup setup) {
                    std::count_if(x.begin(), x.end(), [rounds](double v) { return v != rounds; }), 0,
                    "elements not bumped once per iteration");
              })
-      ->Unit(benchmark::kMillisecond)
+      ->Unit(unit)
       ->MinTime(bench::min_time)
       ->MinWarmUpTime(bench::warm_up)
       ->UseRealTime();
+}
+
+// run: void(std::vector<double>&), bump() on every element. Two rows: 10^7
+// elements, and 10^5 (an in-cache loop, where the cost of starting and
+// ending a call shows).
+template <class Setup>
+void add_balanced(std::string_view variant, Setup setup) {
+  add_balanced_of(variant, setup, "balanced_1e7", balanced_n, benchmark::kMillisecond);
+  add_balanced_of(variant, setup, "balanced_1e5", balanced_small_n, benchmark::kMicrosecond);
 }
 
 // run: void(std::vector<std::uint64_t>& out), out[i] = unbalanced_work(i).
