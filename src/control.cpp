@@ -85,9 +85,12 @@ detail::job* pool::take_special(detail::injector& q) noexcept {
 detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept {
   // Relaxed: see find_work().
   if (j == nullptr || attention_.load(std::memory_order_relaxed) < paused_weight) return j;
+  detail::fault::at_hold();
   // A priority queue's or mailbox's job is counted again, as push_special()
   // counts it (the plain queues are not counted).
   const bool special = &q != &injector_;
+  // Read while we own j: once it is back in q, a purge may take and free it.
+  const std::uint32_t flags = j->flags;
   if (special) attention_.fetch_add(1, std::memory_order_relaxed);
   try {
     q.push_front(j);
@@ -95,7 +98,64 @@ detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept 
     if (special) attention_.fetch_sub(1, std::memory_order_relaxed);
     return j;  // no memory to hold it back: it runs after all
   }
+  // A purge() that looked at q before the push above would leave j queued
+  // on a paused pool, its waiters blocked until resume(). acq_rel RMW,
+  // paired with the one that begins purge(): if this one comes first in
+  // purges_' order, purge() synchronises with it and finds j in q; if the
+  // purge's comes first, the count read here shows it, and j is taken out
+  // again and dropped here, unless the purge took it (remove() decides
+  // under q's lock). A job made after that purge began is not dropped.
+  const std::uint32_t purges = purges_.fetch_add(0, std::memory_order_acq_rel);
+  const bool droppable = (flags & detail::job_flags::cancellable) != 0;
+  if (droppable && made_before_a_purge(flags, purges) && q.remove(j)) {
+    if (special) attention_.fetch_sub(1, std::memory_order_relaxed);
+    cancel_job(j);
+    hand_over_drops();
+  }
   return nullptr;
+}
+
+void pool::hand_over_drops() noexcept {
+  // A worker defers the finish of a job it ran, cancel paths included,
+  // until it runs out of work; this one may be searching already, or about
+  // to sleep, so it hands the counts over now for wait() to see.
+  detail::worker* self = detail::tls.self;
+  if (self != nullptr && on_own_worker()) flush(*self);
+}
+
+void pool::drop_missed_by_purge(detail::worker& w) noexcept {
+  if (w.deque.empty() && w.deque.private_size() == 0) return;
+  // acq_rel: as in hold_if_paused(), paired with the RMW that begins
+  // purge(): a purge that begins after this sees the jobs pushed before it.
+  const std::uint32_t purges = purges_.fetch_add(0, std::memory_order_acq_rel);
+  std::vector<detail::job*> kept;
+  try {
+    // Enough for every job popped below: only the owner pushes.
+    kept.reserve(w.deque.size() + w.deque.private_size());
+  } catch (...) {
+    return;  // no memory: they stay queued until resume(), as before
+  }
+  // Newest first; a purge may steal some of them meanwhile.
+  bool dropped = false;
+  while (detail::job* j = w.deque.pop()) {
+    if ((j->flags & detail::job_flags::cancellable) != 0 && made_before_a_purge(j->flags, purges)) {
+      cancel_job(j);
+      dropped = true;
+    } else {
+      kept.push_back(j);  // within the reserved capacity: does not throw
+    }
+  }
+  if (dropped) hand_over_drops();
+  if (kept.empty()) return;
+  std::reverse(kept.begin(), kept.end());  // oldest first, as they were
+  try {
+    // The ring held them a moment ago, so it does not grow.
+    w.deque.push_many(kept.data(), kept.size());
+  } catch (...) {
+    for (detail::job* j : kept) execute(j);  // no memory to queue them
+    return;
+  }
+  sleep_.new_work();
 }
 
 detail::job* pool::find_special(detail::worker* self) {
@@ -223,6 +283,10 @@ std::size_t pool::purge() {
     sequential_queue_.insert(sequential_queue_.begin(), kept.begin(), kept.end());
     return dropped;
   }
+  // acq_rel RMW: the other side of the RMWs in hold_if_paused() and
+  // drop_missed_by_purge(): a job a worker puts back after taking it just as
+  // the pool was paused is either seen below or dropped by that worker.
+  purges_.fetch_add(1, std::memory_order_acq_rel);
   // Jobs purge may not drop go back: to their priority queue or mailbox, or
   // else to the injector (any worker may run them, as a thief would have).
   // A front end's job that asks to be kept is the only kind that does.
@@ -261,7 +325,16 @@ std::size_t pool::purge() {
     while (lanes[i].queue.take(&j, 1) == 1) sort(j, {});
   }
   for (const auto& w : workers_) {
-    while (detail::job* j = w->deque.steal()) sort(j, {});
+    // steal() also returns nullptr when it lost a race (to the owner, or
+    // to a worker that took a job just as the pool was paused): look again
+    // until the deque is empty.
+    for (;;) {
+      if (detail::job* j = w->deque.steal()) {
+        sort(j, {});
+      } else if (w->deque.empty()) {
+        break;
+      }
+    }
   }
   requeue(kept.data(), kept.size());
   return dropped;

@@ -116,7 +116,7 @@ struct pool::spawn_batch_job {
       throw;
     }
     j->run = &run_posted<call>;
-    if constexpr (call::cancellable) j->flags = detail::job_flags::cancellable;
+    if constexpr (call::cancellable) j->flags = p.cancellable_flags();
     return j;
   }
   static void undo(pool& p, detail::job* base) noexcept {

@@ -154,7 +154,7 @@ class task_group {
     static constexpr std::size_t storage_size = 40;
     slot(task_group* g, unsigned e, run_fn r) noexcept : epoch(e), group(g) {
       run = r;
-      flags = detail::job_flags::cancellable;  // pool::purge() may drop it
+      flags = g->pool_.cancellable_flags();  // pool::purge() may drop it
     }
     unsigned epoch;  // its epoch parity (pool::count_own_spawn), in job's padding
     task_group* group;

@@ -350,7 +350,9 @@ class pool {
   /// wait() throws job_cancelled); the other front ends' queued tasks stay
   /// (docs/control.md). Returns how many it dropped; they are counted in
   /// pool_stats::cancelled. Any thread, paused or not; on a running pool a
-  /// job a worker takes meanwhile may start instead.
+  /// job a worker takes meanwhile may start instead. On a paused pool, a
+  /// job a worker was taking as the pool paused is dropped by that worker
+  /// (counted in pool_stats::cancelled, not in the return).
   std::size_t purge();
 
   /// Starts a run of g (weft/graph.hpp); the future is ready when every task
@@ -922,9 +924,32 @@ class pool {
   }
   // j (or nullptr) was taken from q, or for the injector from any plain
   // queue, as the pool was being paused: puts it back at q's front and
-  // returns nullptr. Returns j if the pool is not paused, or if there is no
-  // memory to put it back.
+  // returns nullptr; drops it instead if purge() may have missed it (a
+  // purge has begun since j was made). Returns j if the pool is not paused,
+  // or if there is no memory to put it back.
   detail::job* hold_if_paused(detail::job* j, detail::injector& q) noexcept;
+  // Owner only, after hold_if_paused() put a job back: drops the jobs of
+  // w's deque that a purge begun since they were made may have missed (a
+  // batch taken with the job held, pushed there after the purge looked).
+  void drop_missed_by_purge(detail::worker& w) noexcept;
+  // After a worker of this pool dropped a job outside a purge: hands over
+  // the finish it deferred, since it may be about to sleep.
+  void hand_over_drops() noexcept;
+  // job::flags of a job purge() may drop: cancellable, stamped with the
+  // purges begun so far.
+  [[nodiscard]] std::uint32_t cancellable_flags() const noexcept {
+    // Relaxed: a job made after a purge() began, on its thread or one
+    // ordered after it, carries its count; one made concurrently may carry
+    // either, and either outcome is what purge() promises such a job.
+    return detail::job_flags::cancellable |
+           (purges_.load(std::memory_order_relaxed) << detail::job_flags::purge_stamp_shift);
+  }
+  // Whether a purge has begun since the job with these flags was made (its
+  // stamp is older than `purges`, a value of purges_).
+  static bool made_before_a_purge(std::uint32_t flags, std::uint32_t purges) noexcept {
+    const std::uint32_t now = purges << detail::job_flags::purge_stamp_shift;
+    return (flags & detail::job_flags::purge_stamp_mask) != now;
+  }
   // find_work() while the pool is paused or a priority queue or mailbox has
   // jobs (src/control.cpp): the order of docs/control.md, "Priorities".
   detail::job* find_special(detail::worker* self);
@@ -1168,6 +1193,9 @@ class pool {
   // The epoch new outside submissions belong to (its parity selects their
   // counters); advanced by wait() (docs/waiting.md). Read by submitters.
   std::atomic<std::uint64_t> epoch_{1};
+  // How many purges have begun (wrapping): read where a cancellable job is
+  // made (cancellable_flags()), written by purge() only.
+  std::atomic<std::uint32_t> purges_{0};
 
   // Blocked waiters plus waiters helping another pool (flush_requested()).
   // Read by workers after every job: a line of its own, written rarely.
@@ -1288,7 +1316,7 @@ void pool::fill_posted(detail::heap_job* j, Args&&... args) {
     throw;
   }
   j->run = &run_posted<C>;
-  if constexpr (C::cancellable) j->flags = detail::job_flags::cancellable;
+  if constexpr (C::cancellable) j->flags = cancellable_flags();
 }
 
 template <class C, class... Args>
@@ -1599,7 +1627,7 @@ struct future_job final : future_state<R> {
   future_job(pool* owner, G&& g) {
     fn.emplace(std::forward<G>(g));
     this->run = &run_job;
-    this->flags = job_flags::cancellable;
+    this->flags = owner->cancellable_flags();
     this->owner = owner;
     this->destroy = &destroy_job;
   }

@@ -151,11 +151,15 @@ TEST_P(control_at, purge_drops_queued_jobs_futures_and_group_jobs) {
   for (int i = 0; i < 5; ++i) tg.spawn([&] { ran.fetch_add(1); });
   pool.spawn_all(std::vector<std::function<void()>>(4, [&] { ran.fetch_add(1); }));
   const std::size_t dropped = pool.purge();
-  EXPECT_EQ(dropped, std::size_t{detached + 10 + 5 + 4});
+  // A worker that was taking a job just as pause() returned (its first look
+  // came before it) drops that job itself, when it sees the pause: such a
+  // job is not in purge()'s count, but is in stats().cancelled.
+  constexpr std::size_t all = detached + 10 + 5 + 4;
+  EXPECT_LE(dropped, all);
   for (auto& f : fs) EXPECT_THROW(f.get(), weft::job_cancelled);
   EXPECT_THROW(tg.wait(), weft::job_cancelled);
   pool.wait();  // returns though paused: nothing is left
-  EXPECT_EQ(pool.stats().cancelled, dropped);
+  EXPECT_EQ(pool.stats().cancelled, all);
   pool.resume();
   pool.wait();
   EXPECT_EQ(ran.load(), 0);

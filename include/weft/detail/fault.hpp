@@ -50,4 +50,14 @@ inline void at(await_point point) {
   if (auto* hook = await_hook.load(std::memory_order_relaxed)) hook(point);
 }
 
+// Called, when set, by a worker that took a job just as its pool was paused,
+// before it puts the job back (pool::hold_if_paused()): a test holds the
+// worker there while a purge() runs.
+inline std::atomic<void (*)()> hold_hook{nullptr};
+
+inline void at_hold() {
+  // Relaxed: a test sets the hook before the pauses it provokes.
+  if (auto* hook = hold_hook.load(std::memory_order_relaxed)) hook();
+}
+
 }  // namespace weft::detail::fault

@@ -50,6 +50,25 @@ class injector {
     size_.store(count_, std::memory_order_seq_cst);
   }
 
+  // Any thread: takes j out of the queue if it is still there, keeping the
+  // order of the others; false if another thread took it first. For a job
+  // put back with push_front() that a concurrent purge may have missed.
+  bool remove(job* j) noexcept {
+    std::lock_guard lock{mutex_};
+    const std::size_t mask = ring_.size() - 1;
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (ring_[(head_ + i) & mask] != j) continue;
+      for (std::size_t k = i; k + 1 < count_; ++k) {
+        ring_[(head_ + k) & mask] = ring_[(head_ + k + 1) & mask];
+      }
+      --count_;
+      // Relaxed: as in pop(), a smaller size hides no work from a sleeper.
+      size_.store(count_, std::memory_order_relaxed);
+      return true;
+    }
+    return false;
+  }
+
   // Any thread. Takes the oldest job and up to `extra` more into `out`
   // (oldest first), so a worker pays for the lock once per batch.
   job* pop(std::vector<job*>* out = nullptr, std::size_t extra = 0) {

@@ -48,6 +48,13 @@ inline constexpr std::uint32_t throttled = 4;
 // A join's stolen second half has run to its end (join.hpp, stealable_half):
 // set by the thief with an atomic_ref store, polled by the joiner.
 inline constexpr std::uint32_t finished = 8;
+// The bits from purge_stamp_shift up: how many purges the job's pool had
+// begun when the job was made, modulo 2^24 (pool::cancellable_flags()). A
+// worker that took a cancellable job just as the pool was paused drops it,
+// instead of putting it back, if a purge has begun since then
+// (pool::hold_if_paused(), docs/control.md).
+inline constexpr unsigned purge_stamp_shift = 8;
+inline constexpr std::uint32_t purge_stamp_mask = ~std::uint32_t{0} << purge_stamp_shift;
 }  // namespace job_flags
 
 class job_cache;
