@@ -101,16 +101,21 @@ detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept 
   // A purge() that looked at q before the push above would leave j queued
   // on a paused pool, its waiters blocked until resume(). acq_rel RMW,
   // paired with the one that begins purge(): if this one comes first in
-  // purges_' order, purge() synchronises with it and finds j in q; if the
-  // purge's comes first, the count read here shows it, and j is taken out
-  // again and dropped here, unless the purge took it (remove() decides
+  // last_purge_'s order, purge() synchronises with it and finds j in q; if
+  // the purge's comes first, the time read here shows it, and j is taken
+  // out again and dropped here, unless the purge took it (remove() decides
   // under q's lock). A job made after that purge began is not dropped.
-  const std::uint32_t purges = purges_.fetch_add(0, std::memory_order_acq_rel);
-  const bool droppable = (flags & detail::job_flags::cancellable) != 0;
-  if (droppable && made_before_a_purge(flags, purges) && q.remove(j)) {
+  const std::uint32_t purge = last_purge_.fetch_add(0, std::memory_order_acq_rel);
+  if (made_before_a_purge(flags, purge) && q.remove(j)) {
     if (special) attention_.fetch_sub(1, std::memory_order_relaxed);
     cancel_job(j);
     hand_over_drops();
+  }
+  // The rest of a batch taken with j went to the worker's own deque.
+  // Here rather than in find_normal(): a call there cost fib's join rows
+  // 5-7% (code layout of the worker loop).
+  if (detail::worker* self = detail::tls.self; self != nullptr && on_own_worker()) {
+    drop_missed_by_purge(*self);
   }
   return nullptr;
 }
@@ -127,7 +132,7 @@ void pool::drop_missed_by_purge(detail::worker& w) noexcept {
   if (w.deque.empty() && w.deque.private_size() == 0) return;
   // acq_rel: as in hold_if_paused(), paired with the RMW that begins
   // purge(): a purge that begins after this sees the jobs pushed before it.
-  const std::uint32_t purges = purges_.fetch_add(0, std::memory_order_acq_rel);
+  const std::uint32_t purge = last_purge_.fetch_add(0, std::memory_order_acq_rel);
   std::vector<detail::job*> kept;
   try {
     // Enough for every job popped below: only the owner pushes.
@@ -138,7 +143,7 @@ void pool::drop_missed_by_purge(detail::worker& w) noexcept {
   // Newest first; a purge may steal some of them meanwhile.
   bool dropped = false;
   while (detail::job* j = w.deque.pop()) {
-    if ((j->flags & detail::job_flags::cancellable) != 0 && made_before_a_purge(j->flags, purges)) {
+    if (made_before_a_purge(j->flags, purge)) {
       cancel_job(j);
       dropped = true;
     } else {
@@ -286,7 +291,13 @@ std::size_t pool::purge() {
   // acq_rel RMW: the other side of the RMWs in hold_if_paused() and
   // drop_missed_by_purge(): a job a worker puts back after taking it just as
   // the pool was paused is either seen below or dropped by that worker.
-  purges_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    // Under the lock, so that last_purge_ only grows when two threads purge
+    // at once. Relaxed on the clock: it orders nothing, it only stamps.
+    std::lock_guard lock{control_mutex_};
+    const std::uint32_t now = detail::purge_clock.fetch_add(1, std::memory_order_relaxed) + 1;
+    last_purge_.exchange(now == 0 ? 1 : now, std::memory_order_acq_rel);
+  }
   // Jobs purge may not drop go back: to their priority queue or mailbox, or
   // else to the injector (any worker may run them, as a thief would have).
   // A front end's job that asks to be kept is the only kind that does.

@@ -453,10 +453,7 @@ detail::job* pool::find_normal(detail::worker* self) {
     // Relaxed: see find_work().
     if (attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
       j = hold_if_paused(j, injector_);
-      if (j == nullptr) {
-        drop_missed_by_purge(*self);  // the rest of a batch taken with j
-        return nullptr;
-      }
+      if (j == nullptr) return nullptr;
     }
   }
   detail::worker::bump(self->counts.jobs);

@@ -27,6 +27,9 @@ struct pool::batch_builder {
   std::vector<ticket> tickets;
   std::vector<detail::job*> jobs;
   bool published = false;
+  // The flags of the batch's cancellable jobs: the purge_clock is read once
+  // for the batch, not per job (by_1000 was 5-8% slower per job).
+  std::uint32_t flags = pool::cancellable_flags();
 
   explicit batch_builder(pool& p) noexcept : owner(p) {}
   batch_builder(const batch_builder&) = delete;
@@ -49,7 +52,7 @@ struct pool::batch_builder {
   void add(F&& f) {
     if (jobs.size() == jobs.capacity()) reserve(2 * jobs.size() + 16);
     tickets.push_back(owner.count_spawn());  // within capacity: cannot throw
-    jobs.push_back(Job::make(owner, tickets.back(), std::forward<F>(f)));
+    jobs.push_back(Job::make(owner, tickets.back(), std::forward<F>(f), flags));
   }
 
   // add() for every callable of the range, as it yields them; a range that
@@ -69,7 +72,7 @@ struct pool::batch_builder {
         std::size_t made = 0;
         try {
           for (auto&& f : callables) {
-            jobs.push_back(Job::make(owner, t, std::forward<Ref>(f)));  // within capacity
+            jobs.push_back(Job::make(owner, t, std::forward<Ref>(f), flags));  // within capacity
             ++made;
           }
         } catch (...) {
@@ -100,7 +103,7 @@ template <class F>
 struct pool::spawn_batch_job {
   using call = detached_call<F>;
   template <class G>
-  static detail::job* make(pool& p, const ticket& t, G&& g) {
+  static detail::job* make(pool& p, const ticket& t, G&& g, std::uint32_t flags) {
     detail::heap_job* j = nullptr;
     try {
       j = p.allocate_job(*t.cache);
@@ -116,7 +119,7 @@ struct pool::spawn_batch_job {
       throw;
     }
     j->run = &run_posted<call>;
-    if constexpr (call::cancellable) j->flags = p.cancellable_flags();
+    if constexpr (call::cancellable) j->flags = flags;
     return j;
   }
   static void undo(pool& p, detail::job* base) noexcept {
@@ -130,8 +133,9 @@ struct pool::spawn_batch_job {
 template <class F>
 struct pool::submit_batch_job {
   using state = detail::future_job<std::invoke_result_t<F&>, F>;
+  // `flags` unused: a future's state stamps itself (future_job).
   template <class G>
-  static detail::job* make(pool& p, const ticket& t, G&& g) {
+  static detail::job* make(pool& p, const ticket& t, G&& g, std::uint32_t /*flags*/) {
     try {
       return p.make_state<state>(t, std::forward<G>(g));
     } catch (...) {

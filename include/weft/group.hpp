@@ -154,7 +154,8 @@ class task_group {
     static constexpr std::size_t storage_size = 40;
     slot(task_group* g, unsigned e, run_fn r) noexcept : epoch(e), group(g) {
       run = r;
-      flags = g->pool_.cancellable_flags();  // pool::purge() may drop it
+      // pool::purge() may drop it; unstamped: see job_flags::unstamped.
+      flags = detail::job_flags::cancellable | detail::job_flags::unstamped;
     }
     unsigned epoch;  // its epoch parity (pool::count_own_spawn), in job's padding
     task_group* group;

@@ -928,27 +928,33 @@ class pool {
   // purge has begun since j was made). Returns j if the pool is not paused,
   // or if there is no memory to put it back.
   detail::job* hold_if_paused(detail::job* j, detail::injector& q) noexcept;
-  // Owner only, after hold_if_paused() put a job back: drops the jobs of
-  // w's deque that a purge begun since they were made may have missed (a
-  // batch taken with the job held, pushed there after the purge looked).
+  // Owner only, from hold_if_paused(): drops the jobs of w's deque that a
+  // purge begun since they were made may have missed (a batch taken with
+  // the job held back, pushed there after the purge looked).
   void drop_missed_by_purge(detail::worker& w) noexcept;
   // After a worker of this pool dropped a job outside a purge: hands over
   // the finish it deferred, since it may be about to sleep.
   void hand_over_drops() noexcept;
   // job::flags of a job purge() may drop: cancellable, stamped with the
-  // purges begun so far.
-  [[nodiscard]] std::uint32_t cancellable_flags() const noexcept {
+  // purge_clock.
+  [[nodiscard]] static std::uint32_t cancellable_flags() noexcept {
     // Relaxed: a job made after a purge() began, on its thread or one
-    // ordered after it, carries its count; one made concurrently may carry
-    // either, and either outcome is what purge() promises such a job.
-    return detail::job_flags::cancellable |
-           (purges_.load(std::memory_order_relaxed) << detail::job_flags::purge_stamp_shift);
+    // ordered after it, carries a later time; one made concurrently may
+    // carry either, and either outcome is what purge() promises such a job.
+    return detail::job_flags::cancellable | (detail::purge_clock.load(std::memory_order_relaxed)
+                                             << detail::job_flags::purge_stamp_shift);
   }
-  // Whether a purge has begun since the job with these flags was made (its
-  // stamp is older than `purges`, a value of purges_).
-  static bool made_before_a_purge(std::uint32_t flags, std::uint32_t purges) noexcept {
-    const std::uint32_t now = purges << detail::job_flags::purge_stamp_shift;
-    return (flags & detail::job_flags::purge_stamp_mask) != now;
+  // Whether the job with these flags is a stamped cancellable one made
+  // before the purge that began at purge_clock time `purge` (0: none has),
+  // modulo 2^24.
+  static bool made_before_a_purge(std::uint32_t flags, std::uint32_t purge) noexcept {
+    constexpr std::uint32_t stamped = detail::job_flags::cancellable;
+    constexpr std::uint32_t kind = stamped | detail::job_flags::unstamped;
+    if (purge == 0 || (flags & kind) != stamped) return false;
+    constexpr unsigned shift = detail::job_flags::purge_stamp_shift;
+    const std::uint32_t ahead =
+        ((purge << shift) - (flags & detail::job_flags::purge_stamp_mask)) >> shift;
+    return ahead != 0 && ahead < (std::uint32_t{1} << (31 - shift));
   }
   // find_work() while the pool is paused or a priority queue or mailbox has
   // jobs (src/control.cpp): the order of docs/control.md, "Priorities".
@@ -1193,9 +1199,6 @@ class pool {
   // The epoch new outside submissions belong to (its parity selects their
   // counters); advanced by wait() (docs/waiting.md). Read by submitters.
   std::atomic<std::uint64_t> epoch_{1};
-  // How many purges have begun (wrapping): read where a cancellable job is
-  // made (cancellable_flags()), written by purge() only.
-  std::atomic<std::uint32_t> purges_{0};
 
   // Blocked waiters plus waiters helping another pool (flush_requested()).
   // Read by workers after every job: a line of its own, written rarely.
@@ -1240,6 +1243,10 @@ class pool {
   // then looks at find_special(), which tells a leaving one to stop.
   static constexpr std::uint64_t resizing_weight = std::uint64_t{1} << 40;
   alignas(detail::cache_line) std::atomic<std::uint64_t> attention_{0};
+  // The purge_clock time at which this pool's latest purge began (0: none
+  // has). Written by purge() under control_mutex_, so it only grows; read
+  // with an RMW by a worker that puts back a job (hold_if_paused()).
+  std::atomic<std::uint32_t> last_purge_{0};
   std::mutex control_mutex_;  // serialises pause() and resume()
   detail::injector high_{16};
   detail::injector low_{16};
@@ -1627,7 +1634,7 @@ struct future_job final : future_state<R> {
   future_job(pool* owner, G&& g) {
     fn.emplace(std::forward<G>(g));
     this->run = &run_job;
-    this->flags = owner->cancellable_flags();
+    this->flags = pool::cancellable_flags();
     this->owner = owner;
     this->destroy = &destroy_job;
   }

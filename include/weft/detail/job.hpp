@@ -48,14 +48,27 @@ inline constexpr std::uint32_t throttled = 4;
 // A join's stolen second half has run to its end (join.hpp, stealable_half):
 // set by the thief with an atomic_ref store, polled by the joiner.
 inline constexpr std::uint32_t finished = 8;
-// The bits from purge_stamp_shift up: how many purges the job's pool had
-// begun when the job was made, modulo 2^24 (pool::cancellable_flags()). A
-// worker that took a cancellable job just as the pool was paused drops it,
-// instead of putting it back, if a purge has begun since then
-// (pool::hold_if_paused(), docs/control.md).
+// A cancellable job made without the stamp below: a task_group's slot,
+// made by its home worker on the fork-join path, where loading the clock
+// cost fib's task_group_run_and_wait 7-9% (code layout). A worker that
+// takes one just as the pool is paused always puts it back; the home's
+// wait() then waits for resume(), as for any job a running job waits for.
+inline constexpr std::uint32_t unstamped = 16;
+// The bits from purge_stamp_shift up: purge_clock when the job was made,
+// modulo 2^24 (pool::cancellable_flags()). A worker that took a cancellable
+// job just as its pool was paused drops it, instead of putting it back, if
+// a purge of that pool has begun since then (pool::hold_if_paused(),
+// docs/control.md).
 inline constexpr unsigned purge_stamp_shift = 8;
 inline constexpr std::uint32_t purge_stamp_mask = ~std::uint32_t{0} << purge_stamp_shift;
 }  // namespace job_flags
+
+// How many purges have begun, of any pool: the clock that stamps cancellable
+// jobs. One counter for the process, not one per pool: a job then loads it
+// at a fixed address, which in bench/hipe's memory rows and fib's
+// task_group_run_and_wait cost nothing measurable, where a pool member cost
+// them 10%. Written by pool::purge() only.
+inline std::atomic<std::uint32_t> purge_clock{0};
 
 class job_cache;
 
