@@ -36,6 +36,9 @@ int main() {
   // Resume and go on as usual.
   pool.resume();
   auto answer = pool.submit([] { return 42; });
-  std::printf("after resume: %d (cancelled in stats: %zu)\n", answer.get(), pool.stats().cancelled);
-  return dropped == 8 && cancelled == 8 && ran.load() == 0 ? 0 : 1;
+  const std::size_t in_stats = pool.stats().cancelled;
+  std::printf("after resume: %d (cancelled in stats: %zu)\n", answer.get(), in_stats);
+  // purge() counts what it dropped itself; a job a worker was taking just
+  // as the pool paused is dropped by that worker, and counted in stats.
+  return dropped <= 8 && cancelled == 8 && in_stats == 8 && ran.load() == 0 ? 0 : 1;
 }

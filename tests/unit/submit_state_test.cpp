@@ -178,10 +178,14 @@ TEST_P(submit_state, purged_jobs_cancel_their_futures) {
   for (int i = 0; i < 64; ++i) fs.push_back(pool.submit(small_callable{i}));
   // Half are let go before the purge: their states go when it drops them.
   for (int i = 0; i < 64; i += 2) fs[i] = {};
-  EXPECT_EQ(pool.purge(), 64U);
+  // A worker taking a job just as the pool paused drops it itself: counted
+  // in stats, not in purge()'s return (docs/control.md).
+  EXPECT_LE(pool.purge(), 64U);
   pool.resume();
   for (int i = 1; i < 64; i += 2) EXPECT_THROW(fs[i].get(), weft::job_cancelled);
   EXPECT_EQ(pool.submit(small_callable{7}).get(), 7);
+  pool.wait();
+  EXPECT_EQ(pool.stats().cancelled, 64U);
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, submit_state, ::testing::Values(0, 1, 2, 4),
