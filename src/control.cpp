@@ -114,8 +114,8 @@ detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept 
   // The rest of a batch taken with j went to the worker's own deque.
   // Here rather than in find_normal(): a call there cost fib's join rows
   // 5-7% (code layout of the worker loop).
-  if (detail::worker* self = detail::tls.self; self != nullptr && on_own_worker()) {
-    drop_missed_by_purge(*self);
+  if (detail::worker* self = detail::tls.self; purge != 0 && self != nullptr && on_own_worker()) {
+    drop_missed_by_purge(*self, purge);
   }
   return nullptr;
 }
@@ -128,11 +128,8 @@ void pool::hand_over_drops() noexcept {
   if (self != nullptr && on_own_worker()) flush(*self);
 }
 
-void pool::drop_missed_by_purge(detail::worker& w) noexcept {
+void pool::drop_missed_by_purge(detail::worker& w, std::uint32_t purge) noexcept {
   if (w.deque.empty() && w.deque.private_size() == 0) return;
-  // acq_rel: as in hold_if_paused(), paired with the RMW that begins
-  // purge(): a purge that begins after this sees the jobs pushed before it.
-  const std::uint32_t purge = last_purge_.fetch_add(0, std::memory_order_acq_rel);
   std::vector<detail::job*> kept;
   try {
     // Enough for every job popped below: only the owner pushes.
@@ -288,9 +285,9 @@ std::size_t pool::purge() {
     sequential_queue_.insert(sequential_queue_.begin(), kept.begin(), kept.end());
     return dropped;
   }
-  // acq_rel RMW: the other side of the RMWs in hold_if_paused() and
-  // drop_missed_by_purge(): a job a worker puts back after taking it just as
-  // the pool was paused is either seen below or dropped by that worker.
+  // acq_rel RMW: the other side of the RMW in hold_if_paused(): a job a
+  // worker puts back after taking it just as the pool was paused (and the
+  // rest of its batch) is either seen below or dropped by that worker.
   {
     // Under the lock, so that last_purge_ only grows when two threads purge
     // at once. Relaxed on the clock: it orders nothing, it only stamps.

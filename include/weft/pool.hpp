@@ -928,10 +928,12 @@ class pool {
   // purge has begun since j was made). Returns j if the pool is not paused,
   // or if there is no memory to put it back.
   detail::job* hold_if_paused(detail::job* j, detail::injector& q) noexcept;
-  // Owner only, from hold_if_paused(): drops the jobs of w's deque that a
-  // purge begun since they were made may have missed (a batch taken with
-  // the job held back, pushed there after the purge looked).
-  void drop_missed_by_purge(detail::worker& w) noexcept;
+  // Owner only, from hold_if_paused(): drops the jobs of w's deque made
+  // before the purge that began at `purge`, which it may have missed (a
+  // batch taken with the job held back, pushed there after the purge
+  // looked). `purge` was read by hold_if_paused()'s RMW, after those pushes:
+  // a purge that begins later sees them.
+  void drop_missed_by_purge(detail::worker& w, std::uint32_t purge) noexcept;
   // After a worker of this pool dropped a job outside a purge: hands over
   // the finish it deferred, since it may be about to sleep.
   void hand_over_drops() noexcept;
