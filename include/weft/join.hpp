@@ -2,10 +2,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <new>
 #include <optional>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -65,6 +68,8 @@ struct join_access {
   template <class G>
   [[gnu::noinline]] static void finish_after_throw(pool& p, worker& self,
                                                    stealable_half<G>& right) noexcept;
+  // The thief of a half whose joiner, worker `index` of p, naps: wakes it.
+  static void wake_joiner(pool& p, std::size_t index) noexcept { p.workers_[index]->nap.unpark(); }
   // A half forked from outside the pool has finished.
   static void count_finished(pool& p, job_cache& c, unsigned epoch) noexcept {
     p.count_finished(c, epoch, 1);
@@ -109,7 +114,7 @@ struct stealable_half : job {
       const running_scope running{forked_in, join_access::epoch_of(*forked_in, self->scope)};
       self->run_here();
     }
-    self->mark_finished();
+    self->mark_finished(*forked_in);
   }
 
   void run_here() noexcept {
@@ -126,12 +131,35 @@ struct stealable_half : job {
   // the job's flags (job_flags::finished), which the joiner's constructor
   // wrote anyway, instead of a latch of its own that every join would have
   // to initialise (one store fewer per join: measured in bench/fib). The
-  // thief owns the flags while it runs the half; the joiner only polls.
-  void mark_finished() noexcept {
+  // joiner polls it, and writes the flags only to announce a nap; if it
+  // did, the thief unparks it (`in`: the pool the half was forked in, read
+  // before the half ran, since the joiner may return, and the half vanish,
+  // as soon as this RMW is done).
+  void mark_finished(pool& in) noexcept {
     // Release pairs with the acquire load in finished(): the outcome
-    // written by run_here() is visible to the joiner.
-    std::atomic_ref<std::uint32_t>{flags}.store(flags | job_flags::finished,
-                                                std::memory_order_release);
+    // written by run_here() is visible to the joiner. An RMW, so that it
+    // and the joiner's CAS in announce_nap() come in one order: either the
+    // joiner sees `finished` and does not nap, or this sees its nap.
+    const std::uint32_t before = std::atomic_ref<std::uint32_t>{flags}.fetch_or(
+        job_flags::finished, std::memory_order_release);
+    if ((before & job_flags::joiner_parked) != 0) [[unlikely]] {
+      join_access::wake_joiner(in, before >> job_flags::purge_stamp_shift);
+    }
+  }
+
+  // The joiner, worker `index`, about to nap on its parker until the thief
+  // is done: false if it is done already; else the thief will unpark it.
+  bool announce_nap(std::size_t index) noexcept {
+    std::atomic_ref<std::uint32_t> word{flags};
+    std::uint32_t f = word.load(std::memory_order_relaxed);
+    const auto parked = static_cast<std::uint32_t>(job_flags::joiner_parked |
+                                                   (index << job_flags::purge_stamp_shift));
+    do {
+      if ((f & job_flags::finished) != 0) return false;
+      if ((f & job_flags::joiner_parked) != 0) return true;  // announced by an earlier nap
+      // Relaxed: the word itself is all the thief reads (see mark_finished()).
+    } while (!word.compare_exchange_weak(f, f | parked, std::memory_order_relaxed));
+    return true;
   }
 
   // The joiner: whether a thief has run the half to its end.
@@ -264,7 +292,21 @@ result_t<std::invoke_result_t<G&>> join_access::take_back(pool& p, worker& self,
   }
   self.forked_with_others = true;  // our half went to another thread: search_limit()
   auto stolen_done = [&right] { return right.finished(); };
-  p.help_until(stolen_done);
+  // With nothing to run, keep yielding for as long as an idle worker
+  // searches (the halves of a parallel loop end within tens of
+  // microseconds of each other, and a parked joiner costs a futex wake-up
+  // on the join's critical path), then nap until the thief is done rather
+  // than sleep out the backoff's 50-800 us pauses: a join returned up to
+  // that much after its half finished (docs/waiting.md, "A join's wait").
+  const auto began = std::chrono::steady_clock::now();
+  auto nap = [&right, &self, began](std::chrono::microseconds d) {
+    if (std::chrono::steady_clock::now() - began < idle_spin_time) {
+      std::this_thread::yield();
+    } else if (right.announce_nap(self.index)) {
+      self.nap.park_for(d);
+    }
+  };
+  p.help_until(stolen_done, nap);
   return right.take();
 }
 

@@ -1019,7 +1019,15 @@ class pool {
   // `also`: a second pool whose jobs the caller runs too (see wait_until).
   template <class Done>
   void help_until(Done& done) {
-    help_loop<false>(done, nullptr);
+    help_loop<false>(done, nullptr, detail::plain_sleep{});
+  }
+  // help_until() for a wait whose end can wake the waiter: once it has
+  // nothing to run for a while it calls nap(d), which must return within d
+  // and should return as soon as done() may hold (a join's stolen half
+  // unparks its joiner), instead of sleeping d out.
+  template <class Done, class Nap>
+  void help_until(Done& done, Nap& nap) {
+    help_loop<false>(done, nullptr, nap);
   }
   // A worker's wait for jobs it pushed itself (a task_group on the worker
   // that made it): runs what is on top of its own deque until done() holds,
@@ -1049,8 +1057,8 @@ class pool {
     flush_now_and_then(self);
   }
   // The loop of help_until; with Both, it also runs `also`'s jobs.
-  template <bool Both, class Done>
-  void help_loop(Done& done, pool* also);
+  template <bool Both, class Done, class Nap>
+  void help_loop(Done& done, pool* also, Nap&& nap);
   // Runs body() on a fresh thread that takes over the calling thread's role
   // (docs/waiting.md); false if no thread could be started.
   template <class Body>
@@ -1369,7 +1377,7 @@ void pool::wait_until(P&& pred) {
     if (sequential()) {
       // Nobody else runs a sequential pool's jobs: run them, and our own
       // pool's jobs in between, since pred may depend on either.
-      help_loop<true>(done, own);
+      help_loop<true>(done, own, detail::plain_sleep{});
     } else {
       own->help_until(done);
     }
@@ -1455,12 +1463,12 @@ bool pool::help_as_helper(Done& done) {
   return ran;
 }
 
-template <bool Both, class Done>
-void pool::help_loop(Done& done, pool* also) {
+template <bool Both, class Done, class Nap>
+void pool::help_loop(Done& done, pool* also, Nap&& nap) {
   if (done()) return;
   detail::context& ctx = detail::tls;
   if (ctx.depth >= detail::max_help_depth &&
-      hand_off([this, &done, also] { help_loop<Both>(done, also); })) {
+      hand_off([this, &done, also, &nap] { help_loop<Both>(done, also, nap); })) {
     return;
   }
   ++ctx.depth;
@@ -1505,7 +1513,7 @@ void pool::help_loop(Done& done, pool* also) {
     }
     // A wait() on this pool needs our counts even while we wait here.
     if (self != nullptr && flush_requested() && hand_over_counts(*self)) wake_idle_waiters();
-    backoff.pause();
+    backoff.pause(nap);
   }
 }
 

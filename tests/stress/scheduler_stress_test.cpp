@@ -2,6 +2,7 @@
 // lost exception shows up as a wrong sum, a timeout or a missing throw.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -113,6 +114,42 @@ TEST_P(scheduler_stress, no_lost_wake_up_at_any_phase_of_idling) {
     }
     pool.wait();
   }
+}
+
+TEST_P(scheduler_stress, no_lost_wake_up_of_a_napping_joiner) {
+  // A stolen half that ends at a random moment around the one its joiner
+  // stops yielding and naps (100 us: join.hpp, take_back()): the thief's
+  // unpark races the joiner's announcement. The naps are scaled to half a
+  // second and more, so a joiner the thief failed to wake returns that late.
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
+  using clock = std::chrono::steady_clock;
+  const std::size_t rounds = weft::test::scaled(400, 40);
+  const auto worst = pool.submit([rounds] {
+                           std::mt19937_64 rng{7};
+                           clock::duration late{0};
+                           for (std::size_t r = 0; r < rounds; ++r) {
+                             const auto busy = std::chrono::microseconds{rng() % 400};
+                             std::atomic<bool> started{false};
+                             clock::time_point ended;
+                             weft::join(
+                                 [&] {
+                                   while (!started.load()) std::this_thread::yield();
+                                 },
+                                 [&] {
+                                   started = true;
+                                   const auto until = clock::now() + busy;
+                                   while (clock::now() < until) {
+                                   }
+                                   ended = clock::now();
+                                 });
+                             late = std::max(late, clock::now() - ended);
+                           }
+                           return late;
+                         })
+                         .get();
+  EXPECT_LT(worst, 250ms);
 }
 
 TEST_P(scheduler_stress, pools_come_and_go_under_concurrent_submitters) {

@@ -11,6 +11,7 @@
 #include <exception>
 #include <string>
 #include <vector>
+#include <weft/detail/fault.hpp>
 #include <weft/pool.hpp>
 
 namespace weft::test {
@@ -36,6 +37,18 @@ inline const std::vector<std::size_t>& worker_counts() {
 }
 
 inline std::string workers_name(std::size_t n) { return "workers_" + std::to_string(n); }
+
+// Scales the sleeping pauses of every backoff (detail::fault::
+// backoff_sleep_scale) while it lives: 10'000 makes the first 0.5 s, so a
+// wait that sleeps a pause out, where something should have woken it,
+// returns that late.
+class backoff_sleep_scaled {
+ public:
+  explicit backoff_sleep_scaled(unsigned by) { weft::detail::fault::backoff_sleep_scale = by; }
+  backoff_sleep_scaled(const backoff_sleep_scaled&) = delete;
+  backoff_sleep_scaled& operator=(const backoff_sleep_scaled&) = delete;
+  ~backoff_sleep_scaled() { weft::detail::fault::backoff_sleep_scale = 1; }
+};
 
 // splitmix64's finaliser: a well-mixed 64-bit hash for random test data.
 constexpr std::uint64_t mix(std::uint64_t x) noexcept {

@@ -176,6 +176,34 @@ TEST_P(join_test, second_half_is_stolen_while_the_first_waits_for_it) {
   EXPECT_EQ(met.get(), rounds);
 }
 
+// A joiner whose stolen half runs long naps, and the thief wakes it as the
+// half ends: it does not sleep out its backoff's pauses (docs/waiting.md, "A
+// join's wait"). The pauses are scaled to seconds here, so a joiner that
+// slept them out would return about a second late.
+TEST_P(join_test, joiner_of_a_long_stolen_half_wakes_when_it_ends) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
+  using clock = std::chrono::steady_clock;
+  const auto late = pool.submit([] {
+                          std::atomic<bool> started{false};
+                          clock::time_point ended;
+                          auto [ok, thief] = weft::join(
+                              [&] { return wait_for(started); },
+                              [&] {
+                                started = true;
+                                std::this_thread::sleep_for(std::chrono::milliseconds{600});
+                                ended = clock::now();
+                                return weft::this_worker::index();
+                              });
+                          EXPECT_TRUE(ok) << "the second half was never stolen";
+                          EXPECT_NE(thief, weft::this_worker::index());
+                          return clock::now() - ended;
+                        })
+                        .get();
+  EXPECT_LT(late, std::chrono::milliseconds{300});
+}
+
 // Both threads of a join whose second half was stolen took part in a
 // fork-join: each may then search past half the pool when it next runs out
 // of work, so that the next fork finds it awake (detail::search_limit(),

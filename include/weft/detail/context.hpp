@@ -12,6 +12,7 @@
 #include "config.hpp"
 #include "deque.hpp"
 #include "job.hpp"
+#include "latch.hpp"
 
 namespace weft {
 class pool;
@@ -105,6 +106,10 @@ struct alignas(cache_line) worker {
   // forked, or its own half went to another thread (detail::search_limit()).
   // After `thread`, in what was padding: the fields above keep their offsets.
   bool forked_with_others = false;
+  // Where the worker naps in a wait whose end another thread announces
+  // (a join's stolen half: stealable_half::announce_nap()), instead of
+  // sleeping out its backoff's pauses. Last, for the same reason.
+  parker nap;
 };
 
 class running_scope;

@@ -60,4 +60,14 @@ inline void at_hold() {
   if (auto* hook = hold_hook.load(std::memory_order_relaxed)) hook();
 }
 
+// Multiplies the pauses of a backoff's sleeping phase (detail::backoff), so
+// that a test can tell a wait that is woken when it ends from one that
+// sleeps its pauses out.
+inline std::atomic<unsigned> backoff_sleep_scale{1};
+
+inline unsigned sleep_scale() noexcept {
+  // Relaxed: a test sets it before the waits it provokes.
+  return backoff_sleep_scale.load(std::memory_order_relaxed);
+}
+
 }  // namespace weft::detail::fault

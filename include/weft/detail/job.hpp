@@ -54,6 +54,12 @@ inline constexpr std::uint32_t finished = 8;
 // takes one just as the pool is paused always puts it back; the home's
 // wait() then waits for resume(), as for any job a running job waits for.
 inline constexpr std::uint32_t unstamped = 16;
+// A join's joiner, waiting for its stolen second half, naps on its worker's
+// parker (join.hpp, stealable_half::announce_nap()); the bits from
+// purge_stamp_shift up then hold its worker index (a half is never
+// cancellable, so it has no purge stamp), and the thief that sets
+// `finished` unparks that worker.
+inline constexpr std::uint32_t joiner_parked = 32;
 // The bits from purge_stamp_shift up: purge_clock when the job was made,
 // modulo 2^24 (pool::cancellable_flags()). A worker that took a cancellable
 // job just as its pool was paused drops it, instead of putting it back, if

@@ -25,6 +25,17 @@ class parker {
     permit_ = false;
   }
 
+  // park() for at most `d`; returns early once unparked. The one user that
+  // breaks the rule above: a worker napping in a wait (worker::nap) may wake
+  // at the deadline just before its unparker's unpark(), which then leaves a
+  // permit; the next nap returns at once and its wait looks again, which
+  // costs one round of that wait's loop.
+  void park_for(std::chrono::microseconds d) {
+    std::unique_lock lock{mutex_};
+    cv_.wait_for(lock, d, [this] { return permit_; });
+    permit_ = false;
+  }
+
   // notify_one runs under the lock: once the lock is released the parked
   // thread may return and end, so nothing of this object is touched after.
   void unpark() {
