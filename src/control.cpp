@@ -90,7 +90,7 @@ detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept 
   // counts it (the plain queues are not counted).
   const bool special = &q != &injector_;
   // Read while we own j: once it is back in q, a purge may take and free it.
-  const std::uint32_t flags = j->flags;
+  const std::uint32_t flags = j->taken_flags();
   if (special) attention_.fetch_add(1, std::memory_order_relaxed);
   try {
     q.push_front(j);
@@ -140,7 +140,7 @@ void pool::drop_missed_by_purge(detail::worker& w, std::uint32_t purge) noexcept
   // Newest first; a purge may steal some of them meanwhile.
   bool dropped = false;
   while (detail::job* j = w.deque.pop()) {
-    if (made_before_a_purge(j->flags, purge)) {
+    if (made_before_a_purge(j->taken_flags(), purge)) {
       cancel_job(j);
       dropped = true;
     } else {
@@ -300,7 +300,7 @@ std::size_t pool::purge() {
   // A front end's job that asks to be kept is the only kind that does.
   std::vector<detail::job*> kept;
   auto sort = [&](detail::job* j, destination home) {
-    if ((j->flags & detail::job_flags::cancellable) != 0) {
+    if ((j->taken_flags() & detail::job_flags::cancellable) != 0) {
       cancel_job(j);
       ++dropped;
       return;

@@ -1,7 +1,9 @@
 #include "weft/detail/latch.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstddef>
+#include <thread>
 #include <utility>
 
 namespace weft::detail {
@@ -85,6 +87,14 @@ bool latch::block_until(std::chrono::steady_clock::time_point deadline) {
   }
   std::unique_lock lock{w->mutex};
   return w->cv.wait_until(lock, deadline, [w] { return w->notified; });
+}
+
+void latch::nap_until(std::chrono::steady_clock::time_point deadline) noexcept {
+  try {
+    (void)block_until(deadline);
+  } catch (...) {  // std::bad_alloc from the waiter, std::system_error from the lock
+    std::this_thread::sleep_until(deadline);
+  }
 }
 
 }  // namespace weft::detail

@@ -622,27 +622,35 @@ void pool::write_trace(const std::string& path) const {
   tracer_->write_file(path, name_);
 }
 
-template <class Done, class Block>
-void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block) {
+template <class Done, class Block, class Nap>
+void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block, Nap&& nap) {
   // Our worker (or a thread running our sequential jobs) keeps the pool
   // alive. Any other thread saw the latch unset but may not touch the pool
   // until it has published its visit and checked again: the pool is
   // destroyed once the latch's job has finished (docs/waiting.md).
   if (detail::tls.owner == this) {
-    wait_on(done, block);
+    wait_on(done, block, nap);
     return;
   }
   detail::fault::at(detail::fault::await_point::entered);
   const detail::visit_scope visit{this};
   if (l.is_set_now()) return;
   detail::fault::at(detail::fault::await_point::visiting);
-  wait_on(done, block);
+  wait_on(done, block, nap);
 }
 
 void pool::await(const detail::latch& l) {
   auto is_set = [&l] { return l.is_set(); };
-  // block() installs our parker in the latch; it does not change its value.
-  wait_on_latch(l, is_set, [&] { const_cast<detail::latch&>(l).block(); });
+  // block() installs our parker in the latch, nap_until() a waiter; neither
+  // changes its value. A thread that helps naps on the latch when it has
+  // nothing to run, and set() wakes it (docs/waiting.md, "A worker's wait
+  // that finds nothing to run").
+  auto& latch = const_cast<detail::latch&>(l);
+  auto nap = [&latch](std::chrono::microseconds d) {
+    latch.nap_until(std::chrono::steady_clock::now() + d);
+  };
+  wait_on_latch(
+      l, is_set, [&] { latch.block(); }, nap);
 }
 
 bool pool::help_from_lane(detail::lane& mine) noexcept {
@@ -670,7 +678,12 @@ bool pool::await_until(const detail::latch& l, std::chrono::steady_clock::time_p
   // A worker helps until the latch is set or the deadline has passed (it
   // looks between jobs, so a long job makes it late).
   auto set_or_late = [&] { return l.is_set() || std::chrono::steady_clock::now() >= deadline; };
-  wait_on_latch(l, set_or_late, [&] { const_cast<detail::latch&>(l).block_until(deadline); });
+  auto& latch = const_cast<detail::latch&>(l);
+  auto nap = [&latch, deadline](std::chrono::microseconds d) {
+    latch.nap_until(std::min(std::chrono::steady_clock::now() + d, deadline));
+  };
+  wait_on_latch(
+      l, set_or_late, [&] { latch.block_until(deadline); }, nap);
   return l.is_set();
 }
 

@@ -1066,9 +1066,10 @@ class pool {
 
   // Waits until done() holds the way the calling thread should
   // (docs/waiting.md): running this pool's jobs if it is sequential, running
-  // its own pool's jobs if it is a worker, else calling block().
-  template <class Done, class Block>
-  void wait_on(Done& done, Block&& block);
+  // its own pool's jobs if it is a worker, else calling block(). A thread
+  // that runs jobs naps with nap(d) when it has none (see help_until()).
+  template <class Done, class Block, class Nap = detail::plain_sleep>
+  void wait_on(Done& done, Block&& block, Nap&& nap = {});
   // The first part of a wait by a thread that is not a worker, before it
   // parks (docs/waiting.md, "Outside waits"); true as soon as done() holds.
   // `mine`: the caller's lane, whose jobs it may run meanwhile, or nullptr.
@@ -1128,8 +1129,8 @@ class pool {
   void await(const detail::latch& l);
   // The part of await() and await_until() that decides how to wait and
   // publishes the visit of a thread that is not our worker.
-  template <class Done, class Block>
-  void wait_on_latch(const detail::latch& l, Done& done, Block&& block);
+  template <class Done, class Block, class Nap>
+  void wait_on_latch(const detail::latch& l, Done& done, Block&& block, Nap&& nap);
   // await() with a deadline; true if the latch was set.
   bool await_until(const detail::latch& l, std::chrono::steady_clock::time_point deadline);
   // Blocks until done() holds; done() must turn true only through counted
@@ -1541,13 +1542,13 @@ template <class Done, class Mine>
   return true;
 }
 
-template <class Done, class Block>
-void pool::wait_on(Done& done, Block&& block) {
+template <class Done, class Block, class Nap>
+void pool::wait_on(Done& done, Block&& block, Nap&& nap) {
   pool* own = detail::tls.owner;
   if (sequential()) {
-    help_until(done);
+    help_until(done, nap);
   } else if (own != nullptr && !own->sequential()) {
-    own->help_until(done);
+    own->help_until(done, nap);
   } else {
     // Only the lane this thread already has: binding one allocates, and a
     // thread that never submitted here has no jobs of its own to run.

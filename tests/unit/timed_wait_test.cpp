@@ -115,6 +115,50 @@ TEST_P(timed_wait, a_job_waits_with_a_timeout_for_another_job) {
   EXPECT_EQ(blocked->get(), 1);
 }
 
+// A worker whose future's job runs on another worker, long: once it has
+// nothing to run it naps on the future's latch, and the job's end wakes it
+// (docs/waiting.md, "A worker's wait that finds nothing to run"); a timed
+// wait's nap ends at its deadline. The backoff's pauses are scaled to
+// seconds, so a wait that slept them out would return about a second late.
+TEST_P(timed_wait, a_worker_waiting_for_a_long_job_elsewhere_wakes_when_it_ends) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
+  using clock = std::chrono::steady_clock;
+  struct outcome {
+    bool elsewhere = false;
+    std::future_status early = std::future_status::deferred;
+    clock::duration early_took{};
+    clock::duration late{};
+  };
+  const outcome o = pool.submit([&pool] {
+                          outcome r;
+                          std::atomic<bool> started{false};
+                          clock::time_point ended;
+                          auto long_job = pool.submit([&] {
+                            started.store(true, std::memory_order_release);
+                            std::this_thread::sleep_for(600ms);
+                            ended = clock::now();
+                          });
+                          // Another worker took it (a job runs once started).
+                          const auto give_up = clock::now() + 10s;
+                          while (!started.load(std::memory_order_acquire) && clock::now() < give_up)
+                            std::this_thread::yield();
+                          r.elsewhere = started.load(std::memory_order_acquire);
+                          const auto before = clock::now();
+                          r.early = long_job.wait_for(100ms);
+                          r.early_took = clock::now() - before;
+                          long_job.get();
+                          r.late = clock::now() - ended;
+                          return r;
+                        })
+                        .get();
+  ASSERT_TRUE(o.elsewhere) << "no other worker took the job";
+  EXPECT_EQ(o.early, std::future_status::timeout);
+  EXPECT_LT(o.early_took, 400ms);
+  EXPECT_LT(o.late, 300ms);
+}
+
 TEST_P(timed_wait, graph_run_futures_wait_with_a_timeout) {
   if (sequential()) GTEST_SKIP() << "a sequential pool's waiter runs the blocked task itself";
   weft::pool pool{options()};

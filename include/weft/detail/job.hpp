@@ -27,8 +27,17 @@ struct job {
   run_fn run;
   // job_flags: what pool::purge() and bounded submission need to know of the
   // job; 0 for most. Written before the job is queued, and by the thread
-  // that took it from a queue (which then owns it).
+  // that took it from a queue (which then owns it); a join's stolen half
+  // also by its joiner and its thief, atomically (join.hpp).
   std::uint32_t flags = 0;
+
+  // The flags, read by a thread that took the job from a queue while the
+  // job may be a join's stolen half, whose joiner can announce a nap in
+  // them at any time (stealable_half::announce_nap()). Relaxed: the bits
+  // such a reader tests were written before the job was queued.
+  [[nodiscard]] std::uint32_t taken_flags() noexcept {
+    return std::atomic_ref<std::uint32_t>{flags}.load(std::memory_order_relaxed);
+  }
   // 4 bytes of tail padding follow: a kind whose first member is 4 bytes
   // wide gets it there (the Itanium ABI reuses a non-POD base's padding),
   // so the flags cost it nothing (heap_job, graph_node).

@@ -118,6 +118,11 @@ class latch {
   // this latch, so a loop of timed waits does not grow the latch's list.
   bool block_until(std::chrono::steady_clock::time_point deadline);
 
+  // block_until() for a thread that runs jobs while it waits (a worker's
+  // nap between its looks for jobs); if no waiter can be allocated, it
+  // sleeps until the deadline instead.
+  void nap_until(std::chrono::steady_clock::time_point deadline) noexcept;
+
   // Blocks the calling thread until set(). Spinning first is the caller's job.
   void block() {
     struct parked final : latch_waiter {
