@@ -297,7 +297,8 @@ result_t<std::invoke_result_t<G&>> join_access::take_back(pool& p, worker& self,
   // microseconds of each other, and a parked joiner costs a futex wake-up
   // on the join's critical path), then nap until the thief is done rather
   // than sleep out the backoff's 50-800 us pauses: a join returned up to
-  // that much after its half finished (docs/waiting.md, "A join's wait").
+  // that much after its half finished (docs/waiting.md, "A worker's wait that
+  // finds nothing to run").
   const auto began = std::chrono::steady_clock::now();
   auto nap = [&right, &self, began](std::chrono::microseconds d) {
     if (std::chrono::steady_clock::now() - began < idle_spin_time) {

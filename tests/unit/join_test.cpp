@@ -178,8 +178,9 @@ TEST_P(join_test, second_half_is_stolen_while_the_first_waits_for_it) {
 
 // A joiner whose stolen half runs long naps, and the thief wakes it as the
 // half ends: it does not sleep out its backoff's pauses (docs/waiting.md, "A
-// join's wait"). The pauses are scaled to seconds here, so a joiner that
-// slept them out would return about a second late.
+// worker's wait that finds nothing to run"). The pauses are scaled to
+// seconds here, so a joiner that slept them out would return about a second
+// late.
 TEST_P(join_test, joiner_of_a_long_stolen_half_wakes_when_it_ends) {
   if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
   weft::pool pool{options()};
