@@ -622,8 +622,17 @@ void pool::write_trace(const std::string& path) const {
   tracer_->write_file(path, name_);
 }
 
-template <class Done, class Block, class Nap>
-void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block, Nap&& nap) {
+template <class Done, class Block>
+void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block,
+                         std::chrono::steady_clock::time_point deadline) {
+  // nap_until() subscribes a waiter to the latch; it does not change its
+  // value. A thread that helps naps on the latch when it has nothing to
+  // run, and set() wakes it (docs/waiting.md, "A worker's wait that finds
+  // nothing to run").
+  auto nap = [&l, deadline](std::chrono::microseconds d) {
+    const_cast<detail::latch&>(l).nap_until(
+        std::min(std::chrono::steady_clock::now() + d, deadline));
+  };
   // Our worker (or a thread running our sequential jobs) keeps the pool
   // alive. Any other thread saw the latch unset but may not touch the pool
   // until it has published its visit and checked again: the pool is
@@ -641,16 +650,10 @@ void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block, Nap&
 
 void pool::await(const detail::latch& l) {
   auto is_set = [&l] { return l.is_set(); };
-  // block() installs our parker in the latch, nap_until() a waiter; neither
-  // changes its value. A thread that helps naps on the latch when it has
-  // nothing to run, and set() wakes it (docs/waiting.md, "A worker's wait
-  // that finds nothing to run").
-  auto& latch = const_cast<detail::latch&>(l);
-  auto nap = [&latch](std::chrono::microseconds d) {
-    latch.nap_until(std::chrono::steady_clock::now() + d);
-  };
+  // block() installs our parker in the latch; it does not change its value.
   wait_on_latch(
-      l, is_set, [&] { latch.block(); }, nap);
+      l, is_set, [&] { const_cast<detail::latch&>(l).block(); },
+      std::chrono::steady_clock::time_point::max());
 }
 
 bool pool::help_from_lane(detail::lane& mine) noexcept {
@@ -678,12 +681,8 @@ bool pool::await_until(const detail::latch& l, std::chrono::steady_clock::time_p
   // A worker helps until the latch is set or the deadline has passed (it
   // looks between jobs, so a long job makes it late).
   auto set_or_late = [&] { return l.is_set() || std::chrono::steady_clock::now() >= deadline; };
-  auto& latch = const_cast<detail::latch&>(l);
-  auto nap = [&latch, deadline](std::chrono::microseconds d) {
-    latch.nap_until(std::min(std::chrono::steady_clock::now() + d, deadline));
-  };
   wait_on_latch(
-      l, set_or_late, [&] { latch.block_until(deadline); }, nap);
+      l, set_or_late, [&] { const_cast<detail::latch&>(l).block_until(deadline); }, deadline);
   return l.is_set();
 }
 

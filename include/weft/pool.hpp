@@ -1128,9 +1128,11 @@ class pool {
   };
   void await(const detail::latch& l);
   // The part of await() and await_until() that decides how to wait and
-  // publishes the visit of a thread that is not our worker.
-  template <class Done, class Block, class Nap>
-  void wait_on_latch(const detail::latch& l, Done& done, Block&& block, Nap&& nap);
+  // publishes the visit of a thread that is not our worker. A thread that
+  // runs jobs meanwhile naps on the latch, until `deadline` at the latest.
+  template <class Done, class Block>
+  void wait_on_latch(const detail::latch& l, Done& done, Block&& block,
+                     std::chrono::steady_clock::time_point deadline);
   // await() with a deadline; true if the latch was set.
   bool await_until(const detail::latch& l, std::chrono::steady_clock::time_point deadline);
   // Blocks until done() holds; done() must turn true only through counted
