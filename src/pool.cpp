@@ -1039,59 +1039,107 @@ void task_group::fail(std::exception_ptr error) noexcept {
 }
 
 void task_group::finish_shared() noexcept {
-  std::uint64_t s = state_.load(std::memory_order_relaxed);
+  // Acquire (on failure too): pairs with announce_nap()'s release RMW, so a
+  // napper_ read after seeing napper_bit is the napper's.
+  std::uint64_t s = state_.load(std::memory_order_acquire);
   std::uint64_t next = 0;
+  detail::parker* napper = nullptr;
   do {
+    next = s - one_job;
     // The last job clears the waiter bit with its decrement, so each bit set
-    // by wait_idle() earns exactly one unpark.
-    next = s - one_job == waiter_bit ? 0 : s - one_job;
+    // by wait_idle() earns exactly one unpark. Any job clears the napper
+    // bit, and wakes the napper to look again.
+    if ((next & count_mask) == 0) next &= ~waiter_bit;
+    next &= ~napper_bit;
+    // Relaxed: see the acquire above.
+    napper = (s & napper_bit) != 0 ? napper_.load(std::memory_order_relaxed) : nullptr;
     // acq_rel: release publishes this job's writes to whoever sees the count
     // reach zero (idle(), or wait_idle() after its park); acquire pairs with
     // the release CAS in wait_idle() that set waiter_bit, so waiter_ is
     // visible below.
   } while (
-      !state_.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_relaxed));
-  if (s == (one_job | waiter_bit)) {
+      !state_.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_acquire));
+  // After the CAS nothing of the group is read but waiter_ (whose reader
+  // the group outlives, see below): the napper may see the group idle and
+  // destroy it at once. Its parker lives as long as the pool.
+  if (napper != nullptr) napper->unpark();
+  if ((s & waiter_bit) != 0 && (next & waiter_bit) == 0) {
     // The blocked waiter returns only after this unpark, so the group is
     // alive until waiter_ is read; the parker outlives the unpark.
     waiter_->unpark();
   }
 }
 
+bool task_group::announce_nap(detail::parker& nap) noexcept {
+  // Relaxed: published by the release RMW below.
+  napper_.store(&nap, std::memory_order_relaxed);
+  // Release pairs with finish_shared()'s acquire loads. As read-modify-writes
+  // of one word, this and a job's CAS come in one order: either the job sees
+  // the bit and unparks us, or this sees its decrement and idle() below
+  // (which reads state_ after it) counts the job finished.
+  state_.fetch_or(napper_bit, std::memory_order_release);
+  if (!idle()) return true;
+  // Relaxed: the bit only ever wakes a napper; an unpark that comes anyway
+  // leaves a permit, which costs the worker's next nap one more look.
+  state_.fetch_and(~napper_bit, std::memory_order_relaxed);
+  return false;
+}
+
 void task_group::wait_idle() {
   auto done = [this] { return idle(); };
+  // A worker with nothing to run naps until one of the group's jobs
+  // finishes elsewhere, rather than sleep out the backoff's pauses
+  // (docs/waiting.md, "A worker's wait that finds nothing to run").
+  // Only a worker of the group's own pool naps: its parker outlives every
+  // job that may unpark it, since the pool waits for its jobs.
+  auto nap = [this](std::chrono::microseconds d) {
+    detail::worker* self = detail::tls.owner == &pool_ ? detail::tls.self : nullptr;
+    if (self == nullptr) {
+      detail::plain_sleep{}(d);
+    } else if (announce_nap(self->nap)) {
+      self->nap.park_for(d);
+      // Relaxed: see announce_nap().
+      state_.fetch_and(~napper_bit, std::memory_order_relaxed);
+    }
+  };
   if (home_ != nullptr) {
     // The home's wait() has already run what it could from its own deque
     // (wait_at_home()); the general wait below runs the rest. The home's own
     // finishes are plain stores that no waiter's bit can be paired with, so
     // a thread that is not a worker polls, with backoff, in the rare case
     // that it waits for a group a worker made.
-    pool_.wait_on(done, [&] {
-      detail::backoff backoff;
-      while (!done()) backoff.pause();
-    });
+    pool_.wait_on(
+        done,
+        [&] {
+          detail::backoff backoff;
+          while (!done()) backoff.pause();
+        },
+        nap);
     // Idle: every slot's job has finished, and only the home reuses them.
     if (detail::tls.self == home_) slots_used_ = 0;
     return;
   }
-  pool_.wait_on(done, [&] {
-    detail::parker& self = detail::parker::current();
-    waiter_ = &self;
-    // Acquire: if the count is already zero we return at once, and must see
-    // the jobs' writes (pairs with the acq_rel CAS in finish_shared()).
-    std::uint64_t s = state_.load(std::memory_order_acquire);
-    do {
-      if ((s & count_mask) == 0) return;
-      // Release pairs with the acq_rel CAS in finish_shared(): the last job sees
-      // waiter_ once it sees the bit. Acquire (on failure too) pairs with
-      // finish_shared()'s release when the count reached zero meanwhile.
-    } while (!state_.compare_exchange_weak(s, s | waiter_bit, std::memory_order_acq_rel,
-                                           std::memory_order_acquire));
-    // The bit is set: the last job will clear it and unpark us exactly once.
-    // Returning any earlier could free the group while that job still reads
-    // waiter_.
-    self.park();
-  });
+  pool_.wait_on(
+      done,
+      [&] {
+        detail::parker& self = detail::parker::current();
+        waiter_ = &self;
+        // Acquire: if the count is already zero we return at once, and must see
+        // the jobs' writes (pairs with the acq_rel CAS in finish_shared()).
+        std::uint64_t s = state_.load(std::memory_order_acquire);
+        do {
+          if ((s & count_mask) == 0) return;
+          // Release pairs with the acq_rel CAS in finish_shared(): the last job sees
+          // waiter_ once it sees the bit. Acquire (on failure too) pairs with
+          // finish_shared()'s release when the count reached zero meanwhile.
+        } while (!state_.compare_exchange_weak(s, s | waiter_bit, std::memory_order_acq_rel,
+                                               std::memory_order_acquire));
+        // The bit is set: the last job will clear it and unpark us exactly once.
+        // Returning any earlier could free the group while that job still reads
+        // waiter_.
+        self.park();
+      },
+      nap);
 }
 
 void task_group::take_error() {

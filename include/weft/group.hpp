@@ -328,14 +328,20 @@ class task_group {
   // The destructor's wait, and its hand-over of an uncollected exception.
   void finish_before_destruction() noexcept;
 
+  // A worker in wait_idle() about to nap until the next finish_shared()
+  // (or the backoff's pause) ends; false if the group is idle already.
+  bool announce_nap(detail::parker& nap) noexcept;
+
   // Bit 0: a thread is blocked in wait_idle() and waiter_ names its parker
-  // (only in a group without a home). The rest: jobs spawned and not
-  // finished, in units of one_job, leaving out the jobs the home spawned,
-  // whose finish elsewhere it subtracts (so with a home it may wrap below
-  // zero, see idle()).
+  // (only in a group without a home). Bit 1: a worker naps in wait_idle()
+  // and napper_ names its parker. The rest: jobs spawned and not finished,
+  // in units of one_job, leaving out the jobs the home spawned, whose finish
+  // elsewhere it subtracts (so with a home it may wrap below zero, see
+  // idle()).
   static constexpr std::uint64_t waiter_bit = 1;
-  static constexpr std::uint64_t one_job = 2;
-  static constexpr std::uint64_t count_mask = ~waiter_bit;
+  static constexpr std::uint64_t napper_bit = 2;
+  static constexpr std::uint64_t one_job = 4;
+  static constexpr std::uint64_t count_mask = ~(waiter_bit | napper_bit);
 
   pool& pool_;
   // The worker that made the group, when a worker of pool_ did: its spawns
@@ -346,6 +352,9 @@ class task_group {
   std::atomic<std::uint64_t> home_spawned_{0};   // written only by the home
   std::atomic<std::uint64_t> home_finished_{0};  // written only by the home
   detail::parker* waiter_ = nullptr;  // written before waiter_bit is set, read by finish_shared()
+  // Written before napper_bit is set, read by finish_shared(): a worker's
+  // nap parker (detail::worker::nap), which lives as long as the pool.
+  std::atomic<detail::parker*> napper_{nullptr};
   std::atomic<bool> cancelled_{false};
   // Home only: how many of slots_ the home has taken since its last wait()
   // found the group idle (then none is in use).

@@ -152,6 +152,56 @@ TEST_P(scheduler_stress, no_lost_wake_up_of_a_napping_joiner) {
   EXPECT_LT(worst, 250ms);
 }
 
+TEST_P(scheduler_stress, no_lost_wake_up_of_a_napping_group_waiter) {
+  // A task_group's home waits for jobs other workers run, which end at
+  // random moments around the one its wait stops spinning and yielding and
+  // naps (the backoff's sleeping phase, some 10-50 us in): each finish races
+  // the waiter's announcement. Every other round has two jobs, so the first
+  // finish wakes the waiter with one job left, and it naps again. The naps
+  // are scaled to half a second and more, so a waiter no finish woke
+  // returns that late.
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
+  using clock = std::chrono::steady_clock;
+  const std::size_t rounds = weft::test::scaled(400, 40);
+  const auto worst = pool.submit([&pool, rounds] {
+                           std::mt19937_64 rng{11};
+                           clock::duration late{0};
+                           for (std::size_t r = 0; r < rounds; ++r) {
+                             const int jobs = r % 2 == 0 ? 1 : 2;
+                             std::atomic<int> started{0};
+                             std::atomic<clock::rep> ended{0};
+                             weft::task_group g{pool};
+                             for (int i = 0; i < jobs; ++i) {
+                               const auto busy = std::chrono::microseconds{rng() % 120};
+                               g.spawn([&, busy] {
+                                 started.fetch_add(1);
+                                 const auto until = clock::now() + busy;
+                                 while (clock::now() < until) {
+                                 }
+                                 const clock::rep now = clock::now().time_since_epoch().count();
+                                 clock::rep seen = ended.load();
+                                 while (seen < now && !ended.compare_exchange_weak(seen, now)) {
+                                 }
+                               });
+                             }
+                             // A spawn another worker is not offered at once
+                             // (none was idle) runs here in wait(), late 0.
+                             const auto give_up = clock::now() + 2ms;
+                             while (started.load() == 0 && clock::now() < give_up) {
+                               std::this_thread::yield();
+                             }
+                             g.wait();
+                             const clock::time_point last{clock::duration{ended.load()}};
+                             late = std::max(late, clock::now() - last);
+                           }
+                           return late;
+                         })
+                         .get();
+  EXPECT_LT(worst, 250ms);
+}
+
 TEST_P(scheduler_stress, pools_come_and_go_under_concurrent_submitters) {
   const std::size_t rounds = weft::test::scaled(100, 10);
   for (std::size_t r = 0; r < rounds; ++r) {

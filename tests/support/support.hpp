@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 #include <weft/detail/fault.hpp>
 #include <weft/pool.hpp>
@@ -37,6 +38,17 @@ inline const std::vector<std::size_t>& worker_counts() {
 }
 
 inline std::string workers_name(std::size_t n) { return "workers_" + std::to_string(n); }
+
+// Waits, yielding, until `flag` is set, for at most 10 s; false if it
+// never was.
+inline bool wait_for(const std::atomic<bool>& flag) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (!flag.load()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 // Scales the sleeping pauses of every backoff (detail::fault::
 // backoff_sleep_scale) while it lives: 10'000 makes the first 0.5 s, so a

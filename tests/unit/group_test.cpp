@@ -140,6 +140,60 @@ TEST_P(group_test, waiting_thread_is_woken_by_the_last_job) {
   }
 }
 
+using weft::test::wait_for;
+
+TEST_P(group_test, a_worker_waiting_for_a_long_job_elsewhere_wakes_when_it_ends) {
+  // A worker whose wait() finds nothing to run naps; the job that finishes
+  // on another worker wakes it (docs/waiting.md, "A worker's wait that finds
+  // nothing to run"). With the backoff's pauses scaled to seconds, a wait
+  // that slept them out would return long after the job's end. Both kinds
+  // of group: made on the waiting worker (its home), and made outside.
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
+  using clock = std::chrono::steady_clock;
+  struct long_job {
+    std::atomic<bool>* started;
+    clock::time_point* ended;
+    void operator()() const {
+      started->store(true);
+      std::this_thread::sleep_for(600ms);
+      *ended = clock::now();
+    }
+  };
+  {
+    SCOPED_TRACE("a group made on the waiting worker");
+    const auto late = pool.submit([&] {
+                            // Let the other workers go idle, so that they
+                            // are offered the spawn at once.
+                            std::this_thread::sleep_for(20ms);
+                            weft::task_group g{pool};
+                            std::atomic<bool> started{false};
+                            clock::time_point ended;
+                            g.spawn(long_job{&started, &ended});
+                            EXPECT_TRUE(wait_for(started)) << "no other worker took the job";
+                            g.wait();
+                            return clock::now() - ended;
+                          })
+                          .get();
+    EXPECT_LT(late, 300ms);
+  }
+  {
+    SCOPED_TRACE("a group made outside, waited for on a worker");
+    weft::task_group g{pool};
+    std::atomic<bool> started{false};
+    clock::time_point ended;
+    g.spawn(long_job{&started, &ended});
+    ASSERT_TRUE(wait_for(started));
+    const auto late = pool.submit([&] {
+                            g.wait();
+                            return clock::now() - ended;
+                          })
+                          .get();
+    EXPECT_LT(late, 300ms);
+  }
+}
+
 // Two jobs meet when both run at once: meet() returns true once another
 // job has called it too, or false after `limit`.
 class meeting_point {

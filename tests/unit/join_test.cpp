@@ -143,15 +143,7 @@ TEST_P(join_test, deep_recursion_does_not_overflow) {
   EXPECT_EQ(pool.submit([&] { return chain(5000); }).get(), 5000);
 }
 
-// Waits until `flag` is set, for at most 10 s; false if it never was.
-bool wait_for(const std::atomic<bool>& flag) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
-  while (!flag.load()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
+using weft::test::wait_for;
 
 // A join whose first half waits for the second to start: the second must be
 // stolen. At the top of a job the deque's public part is empty, so join
