@@ -23,6 +23,9 @@ namespace {
 constexpr std::size_t injector_batch = 127;
 // Jobs a worker takes from a lane per CAS (at most half the lane).
 constexpr std::size_t lane_batch = 32;
+// Jobs left in a lane after a worker took a full batch from it beyond which
+// the worker takes the fast way to keep its batch (pool::keep_batch()).
+constexpr std::int64_t lane_backlog = 32 * static_cast<std::int64_t>(lane_batch);
 // The longest pause between two looks of an idle worker at a lane that is
 // still filling up (about 5 us at 20 ns a pause).
 constexpr int max_pauses_while_filling = 256;
@@ -473,20 +476,33 @@ detail::job* pool::find_elsewhere(detail::worker* self) {
     if (self == nullptr) return injector_.pop();
     self->batch.clear();
     detail::job* j = injector_.pop(&self->batch, injector_batch);
-    keep_batch(*self);
+    keep_batch(*self, false);
     if (j != nullptr) return j;
   }
   return steal_from_workers(self);
 }
 
-void pool::keep_batch(detail::worker& self) {
+void pool::keep_batch(detail::worker& self, bool far_behind) {
   if (self.batch.empty()) return;
   // The deque is empty here (a batch is only taken after the owner's pop
   // found nothing, and only the owner pushes) and a batch is smaller than
   // its smallest capacity, so these pushes never grow it: nothing here can
   // fail, and no job taken can be lost to an allocation failure.
   // Newest first, so the owner pops the oldest first.
-  for (auto it = self.batch.rbegin(); it != self.batch.rend(); ++it) self.deque.push(*it);
+  if (far_behind) {
+    // The workers are what holds the producer up: publish the batch with
+    // one store, and fetch its jobs, each last written by the producer's
+    // core, all at once rather than one miss per job as each runs.
+    for (detail::job* j : self.batch) __builtin_prefetch(j, 1);
+    std::reverse(self.batch.begin(), self.batch.end());
+    self.deque.push_many(self.batch.data(), self.batch.size());
+  } else {
+    // A store per job. Publishing at once made the workers drain a lane
+    // whose producer keeps pace with them, and then wait at it, reading the
+    // lines it writes, which slowed every push: 1,000,000 spawns one by one
+    // fell into a mode of 2-3x their time (docs/deque.md, "Batches").
+    for (auto it = self.batch.rbegin(); it != self.batch.rend(); ++it) self.deque.push(*it);
+  }
   sleep_.new_work();
 }
 
@@ -503,7 +519,9 @@ detail::job* pool::take_from_lanes(detail::worker* self) {
     if (got == 0) continue;
     if (self != nullptr && got > 1) {
       self->batch.assign(taken.begin() + 1, taken.begin() + static_cast<std::ptrdiff_t>(got));
-      keep_batch(*self);
+      // A full batch that leaves many more waiting: the producer is far
+      // ahead of the workers.
+      keep_batch(*self, got == lane_batch && l.queue.waiting() >= lane_backlog);
     }
     return taken[0];
   }

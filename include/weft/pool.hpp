@@ -999,7 +999,9 @@ class pool {
   detail::job* take_from_lanes(detail::worker* self);
   detail::job* steal_from_workers(detail::worker* self);
   // Owner only: moves self.batch into self's deque, for others to steal.
-  void keep_batch(detail::worker& self);
+  // far_behind: the batch came from a lane whose producer is far ahead of
+  // the workers.
+  void keep_batch(detail::worker& self, bool far_behind);
   bool all_queues_empty() const noexcept;
   // The injector and the lanes only: what threads outside the pool push to.
   [[nodiscard]] bool outside_queues_empty() const noexcept;

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -481,24 +482,49 @@ TEST(pool_lanes, more_outside_threads_than_lanes_fall_back_to_the_injector) {
 TEST(pool_lanes, one_worker_runs_an_outside_threads_jobs_in_the_order_they_were_queued) {
   // The worker is held while the jobs queue up in this thread's lane, so it
   // then takes them in batches, and queues each batch in its own deque
-  // (pool::keep_batch()) in the order that makes it run the oldest first.
-  weft::pool pool{{.threads = 1}};
-  std::atomic<bool> started{false};
-  std::atomic<bool> go{false};
-  pool.spawn([&] {
-    started.store(true);
-    while (!go.load()) std::this_thread::yield();
-  });
-  while (!started.load()) std::this_thread::yield();
-  constexpr int n = 500;
-  std::vector<int> order;  // only the worker appends
-  order.reserve(n);
-  for (int i = 0; i < n; ++i) pool.spawn([&order, i] { order.push_back(i); });
-  go.store(true);
-  pool.wait();
-  std::vector<int> expected(n);
-  std::iota(expected.begin(), expected.end(), 0);
-  EXPECT_EQ(order, expected);
+  // (pool::keep_batch()) in the order that makes it run the oldest first:
+  // job by job while less than lane_backlog jobs are left behind (500), and
+  // with one push_many before that (5,000).
+  for (const int n : {500, 5000}) {
+    weft::pool pool{{.threads = 1}};
+    std::atomic<bool> started{false};
+    std::atomic<bool> go{false};
+    pool.spawn([&] {
+      started.store(true);
+      while (!go.load()) std::this_thread::yield();
+    });
+    while (!started.load()) std::this_thread::yield();
+    std::vector<int> order;  // only the worker appends
+    order.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) pool.spawn([&order, i] { order.push_back(i); });
+    go.store(true);
+    pool.wait();
+    std::vector<int> expected(static_cast<std::size_t>(n));
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(order, expected) << n << " jobs";
+  }
+}
+
+TEST(pool_lanes, a_long_backlog_taken_in_batches_runs_every_job_once) {
+  // Batches taken from a lane with thousands of jobs behind them are
+  // published with one store (pool::keep_batch()); the other workers steal
+  // from them while their taker runs them, and take more batches from the
+  // lane. Every job runs exactly once.
+  for (const std::size_t workers : {2, 4}) {
+    weft::pool pool{{.threads = workers}};
+    const std::size_t n = weft::test::scaled(40'000, 4'000);
+    std::vector<std::atomic<int>> ran(n);
+    for (int round = 0; round < 3; ++round) {
+      pool.pause();
+      std::vector<std::function<void()>> batch;
+      batch.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) batch.emplace_back([&ran, i] { ran[i].fetch_add(1); });
+      pool.spawn_all(batch);
+      pool.resume();
+      pool.wait();
+    }
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(ran[i].load(), 3) << "job " << i;
+  }
 }
 
 TEST(pool_lanes, a_lane_that_keeps_filling_slowly_is_still_taken) {
