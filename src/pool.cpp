@@ -500,7 +500,7 @@ void pool::keep_batch(detail::worker& self, bool far_behind) {
     // A store per job. Publishing at once made the workers drain a lane
     // whose producer keeps pace with them, and then wait at it, reading the
     // lines it writes, which slowed every push: 1,000,000 spawns one by one
-    // fell into a mode of 2-3x their time (docs/deque.md, "Batches").
+    // fell into a mode of 2-3x their time (docs/deque.md, "What landed").
     for (auto it = self.batch.rbegin(); it != self.batch.rend(); ++it) self.deque.push(*it);
   }
   sleep_.new_work();
