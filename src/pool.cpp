@@ -21,8 +21,10 @@ namespace {
 
 // Jobs a worker moves from the injector to its own deque per lock taken.
 constexpr std::size_t injector_batch = 127;
-// Jobs a worker takes from a lane per CAS (at most half the lane).
+// Jobs a worker takes from a lane per CAS (at most half the lane), and twice
+// as many from a lane that holds more than twice lane_backlog.
 constexpr std::size_t lane_batch = 32;
+constexpr std::size_t largest_lane_batch = 2 * lane_batch;
 // Jobs left in a lane after a worker took a full batch from it beyond which
 // the worker takes the fast way to keep its batch (pool::keep_batch()).
 constexpr std::int64_t lane_backlog = 32 * static_cast<std::int64_t>(lane_batch);
@@ -152,7 +154,7 @@ pool::pool(pool_options options)
     mailboxes_.push_back(std::make_unique<detail::injector>(mailbox_capacity));
     workers_.push_back(std::make_unique<detail::worker>(i));
     // Taking jobs in batches must not allocate (keep_batch()).
-    constexpr std::size_t largest_batch = std::max(injector_batch + 1, lane_batch);
+    constexpr std::size_t largest_batch = std::max(injector_batch + 1, largest_lane_batch);
     workers_.back()->batch.reserve(largest_batch);
   }
   // Relaxed: the threads start after these stores.
@@ -510,18 +512,24 @@ detail::job* pool::take_from_lanes(detail::worker* self) {
   const detail::lane_set& lanes = *lanes_;
   const std::size_t n = lanes.size();
   if (n == 0) return nullptr;
-  std::array<detail::job*, lane_batch> taken{};
+  std::array<detail::job*, largest_lane_batch> taken{};
   const std::size_t start = self != nullptr ? next_random(self->rng) % n : 0;
   for (std::size_t k = 0; k < n; ++k) {
     detail::lane& l = lanes[(start + k) % n];
     if (l.queue.empty()) continue;
-    const std::size_t got = l.queue.take(taken.data(), self != nullptr ? lane_batch : 1);
+    // A lane far behind its producer: half as many takes (and calls of
+    // new_work()) per job. The take reads the same lines as this hint.
+    std::size_t max = 1;
+    if (self != nullptr) {
+      max = l.queue.waiting() >= 2 * lane_backlog ? largest_lane_batch : lane_batch;
+    }
+    const std::size_t got = l.queue.take(taken.data(), max);
     if (got == 0) continue;
     if (self != nullptr && got > 1) {
       self->batch.assign(taken.begin() + 1, taken.begin() + static_cast<std::ptrdiff_t>(got));
       // A full batch that leaves many more waiting: the producer is far
       // ahead of the workers.
-      keep_batch(*self, got == lane_batch && l.queue.waiting() >= lane_backlog);
+      keep_batch(*self, got >= lane_batch && l.queue.waiting() >= lane_backlog);
     }
     return taken[0];
   }
