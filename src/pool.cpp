@@ -512,24 +512,25 @@ detail::job* pool::take_from_lanes(detail::worker* self) {
   const detail::lane_set& lanes = *lanes_;
   const std::size_t n = lanes.size();
   if (n == 0) return nullptr;
-  std::array<detail::job*, largest_lane_batch> taken{};
+  std::array<detail::job*, largest_lane_batch> taken;  // take() writes what it returns
   const std::size_t start = self != nullptr ? next_random(self->rng) % n : 0;
   for (std::size_t k = 0; k < n; ++k) {
     detail::lane& l = lanes[(start + k) % n];
     if (l.queue.empty()) continue;
-    // A lane far behind its producer: half as many takes (and calls of
-    // new_work()) per job. The take reads the same lines as this hint.
+    // A hint, read once: the take reads the same lines. A lane far behind
+    // its producer gives twice the batch per take (half the takes and
+    // new_work() calls per job).
+    const std::int64_t waiting = self != nullptr ? l.queue.waiting() : 0;
     std::size_t max = 1;
-    if (self != nullptr) {
-      max = l.queue.waiting() >= 2 * lane_backlog ? largest_lane_batch : lane_batch;
-    }
+    if (self != nullptr) max = waiting >= 2 * lane_backlog ? largest_lane_batch : lane_batch;
     const std::size_t got = l.queue.take(taken.data(), max);
     if (got == 0) continue;
     if (self != nullptr && got > 1) {
       self->batch.assign(taken.begin() + 1, taken.begin() + static_cast<std::ptrdiff_t>(got));
       // A full batch that leaves many more waiting: the producer is far
       // ahead of the workers.
-      keep_batch(*self, got >= lane_batch && l.queue.waiting() >= lane_backlog);
+      const auto left = waiting - static_cast<std::int64_t>(got);
+      keep_batch(*self, got >= lane_batch && left >= lane_backlog);
     }
     return taken[0];
   }
