@@ -214,7 +214,9 @@ pool::~pool() {
   // that published the service (src/timer.cpp).
   detail::stop_timers(timers_.load(std::memory_order_acquire), false);
   auto drained = [this] { return quiescent(); };
-  wait_on(drained, [&] { block_until(drained); });
+  auto nap = [&](std::chrono::microseconds d) { nap_until_idle(drained, d, std::nullopt); };
+  wait_on(
+      drained, [&] { block_until(drained); }, nap);
   // Every job has finished. Submitters that are not workers may still be
   // between their count and their last touch of the pool (waking a worker,
   // or leaving after a refusal), and threads that ran jobs outside the pool
@@ -743,10 +745,46 @@ void pool::block_until(Done& done) {
   idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+template <class Done>
+void pool::nap_until_idle(Done& done, std::chrono::microseconds d,
+                          std::optional<std::chrono::steady_clock::time_point> deadline) {
+  if (deadline) {
+    d = std::min(d, std::chrono::ceil<std::chrono::microseconds>(*deadline -
+                                                                 std::chrono::steady_clock::now()));
+    if (d <= std::chrono::microseconds::zero()) return;
+  }
+  detail::worker* self = detail::tls.self;
+  if (self == nullptr) {
+    std::this_thread::sleep_for(d);
+    return;
+  }
+  idle_napper me{&self->nap, nullptr};
+  {
+    std::lock_guard lock{idle_mutex_};
+    me.next = idle_nappers_;
+    idle_nappers_ = &me;
+    // seq_cst: as block_until()'s, a Dekker pair with wake_idle_waiters():
+    // either done() below sees the jobs finished, or their runner sees us
+    // and its notify_idle(), which takes the lock after ours, unparks us.
+    idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  if (!done()) self->nap.park_for(d);
+  std::lock_guard lock{idle_mutex_};
+  idle_napper** link = &idle_nappers_;
+  while (*link != &me) link = &(*link)->next;
+  *link = me.next;
+  idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void pool::notify_idle() {
-  // Taking the lock orders this notification against a waiter between its
-  // check of quiescent() and its wait.
-  { std::lock_guard lock{idle_mutex_}; }
+  {
+    // Taking the lock orders this notification against a blocked waiter
+    // between its check of quiescent() and its wait. A napper leaves the
+    // list under it too, so its parker (its worker's, alive while it waits
+    // here) is unparked only while it is still in the list.
+    std::lock_guard lock{idle_mutex_};
+    for (idle_napper* n = idle_nappers_; n != nullptr; n = n->next) n->parker->unpark();
+  }
   idle_cv_.notify_all();
 }
 
@@ -851,7 +889,9 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
     // A timed wait also stops at the deadline; block_until() looks at it
     // at least every millisecond.
     auto drained_or_late = [&] { return drained() || late(); };
-    wait_on(drained_or_late, [&] { block_until(drained_or_late); });
+    auto nap = [&](std::chrono::microseconds d) { nap_until_idle(drained_or_late, d, deadline); };
+    wait_on(
+        drained_or_late, [&] { block_until(drained_or_late); }, nap);
     return drained();
   });
   if (!idle) return false;

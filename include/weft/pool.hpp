@@ -1141,6 +1141,14 @@ class pool {
   // jobs finishing (see wake_idle_waiters()).
   template <class Done>
   void block_until(Done& done);
+  // A worker of another pool waiting here (wait(), wait_for(), the
+  // destructor) with nothing of its own to run: naps on its parker for at
+  // most d, and no later than `deadline`, where notify_idle() wakes it;
+  // any other thread sleeps d out. done() as for block_until().
+  template <class Done>
+  void nap_until_idle(Done& done, std::chrono::microseconds d,
+                      std::optional<std::chrono::steady_clock::time_point> deadline);
+  // Wakes the threads in block_until() and nap_until_idle().
   void notify_idle();
   void report_error(std::exception_ptr error) noexcept;
   void rethrow_pending_error();
@@ -1218,10 +1226,18 @@ class pool {
   // Blocked waiters plus waiters helping another pool (flush_requested()).
   // Read by workers after every job: a line of its own, written rarely.
   alignas(detail::cache_line) std::atomic<std::size_t> flush_wanted_{0};
-  // Threads blocked in block_until(). Guarded for waiting by idle_mutex_.
+  // Threads blocked in block_until() or napping in nap_until_idle().
+  // Guarded for waiting by idle_mutex_.
   alignas(detail::cache_line) std::atomic<std::size_t> idle_waiters_{0};
   std::mutex idle_mutex_;
   std::condition_variable idle_cv_;
+  // The parkers of the threads in nap_until_idle(), linked through their
+  // stack frames. Guarded by idle_mutex_.
+  struct idle_napper {
+    detail::parker* parker;
+    idle_napper* next;
+  };
+  idle_napper* idle_nappers_ = nullptr;
   // The newest epoch whose jobs have all finished. Written under
   // epoch_mutex_, read by waiters.
   std::atomic<std::uint64_t> drained_epoch_{0};

@@ -202,6 +202,48 @@ TEST_P(scheduler_stress, no_lost_wake_up_of_a_napping_group_waiter) {
   EXPECT_LT(worst, 250ms);
 }
 
+TEST_P(scheduler_stress, no_lost_wake_up_of_a_worker_napping_in_another_pools_wait) {
+  // A worker of one pool waits in another pool's wait() for jobs that end
+  // at random moments around the one its wait stops spinning and yielding
+  // and naps; each end races the napper's announcement (nap_until_idle()).
+  // Every other round has two jobs on two workers, so the first may wake
+  // the napper with one job left. Naps are scaled to half a second and
+  // more, so a napper that no end woke returns that late.
+  if (GetParam() == 0) GTEST_SKIP() << "needs a worker to wait on";
+  weft::pool outer{options()};
+  weft::pool inner{{.threads = 2}};
+  const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
+  using clock = std::chrono::steady_clock;
+  const std::size_t rounds = weft::test::scaled(2000, 200);
+  const auto worst = outer
+                         .submit([&inner, rounds] {
+                           std::mt19937_64 rng{13};
+                           clock::duration late{0};
+                           for (std::size_t r = 0; r < rounds; ++r) {
+                             const int jobs = r % 2 == 0 ? 1 : 2;
+                             std::atomic<clock::rep> ended{0};
+                             for (int i = 0; i < jobs; ++i) {
+                               const auto busy = std::chrono::microseconds{rng() % 120};
+                               inner.spawn([&ended, busy] {
+                                 const auto until = clock::now() + busy;
+                                 while (clock::now() < until) {
+                                 }
+                                 const clock::rep now = clock::now().time_since_epoch().count();
+                                 clock::rep seen = ended.load();
+                                 while (seen < now && !ended.compare_exchange_weak(seen, now)) {
+                                 }
+                               });
+                             }
+                             inner.wait();
+                             const clock::time_point last{clock::duration{ended.load()}};
+                             late = std::max(late, clock::now() - last);
+                           }
+                           return late;
+                         })
+                         .get();
+  EXPECT_LT(worst, 250ms);
+}
+
 TEST_P(scheduler_stress, pools_come_and_go_under_concurrent_submitters) {
   const std::size_t rounds = weft::test::scaled(100, 10);
   for (std::size_t r = 0; r < rounds; ++r) {

@@ -292,6 +292,44 @@ TEST_P(pool_test, jobs_of_one_pool_wait_for_another_pool) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(results[static_cast<std::size_t>(i)].get(), i * 101);
 }
 
+TEST_P(pool_test, a_worker_waiting_for_another_pool_wakes_when_its_last_job_ends) {
+  // A worker of one pool waiting for another pool (wait(), wait_for(), its
+  // destructor), with nothing of its own to run, naps; the other pool's
+  // worker that runs out of work wakes it (docs/waiting.md, "A pool's wait
+  // on a worker of another pool"). With the backoff's pauses scaled to
+  // seconds, a wait that slept them out would return long after the end of
+  // the other pool's last job.
+  if (GetParam() == 0) GTEST_SKIP() << "needs a worker to wait on";
+  weft::pool outer{options()};
+  const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
+  using clock = std::chrono::steady_clock;
+  enum class how { wait, wait_for, destroy };
+  for (const how h : {how::wait, how::wait_for, how::destroy}) {
+    SCOPED_TRACE(h == how::wait ? "wait()" : h == how::wait_for ? "wait_for()" : "~pool()");
+    const auto late = outer
+                          .submit([h] {
+                            auto inner =
+                                std::make_unique<weft::pool>(weft::pool_options{.threads = 1});
+                            std::atomic<bool> started{false};
+                            clock::time_point ended;
+                            inner->spawn([&] {
+                              started.store(true);
+                              std::this_thread::sleep_for(600ms);
+                              ended = clock::now();
+                            });
+                            EXPECT_TRUE(weft::test::wait_for(started));
+                            if (h == how::wait) inner->wait();
+                            if (h == how::wait_for) {
+                              EXPECT_TRUE(inner->wait_for(60s));
+                            }
+                            inner.reset();
+                            return clock::now() - ended;
+                          })
+                          .get();
+    EXPECT_LT(late, 300ms);
+  }
+}
+
 TEST_P(pool_test, destructor_finishes_submitted_work) {
   std::atomic<int> ran{0};
   {
