@@ -715,7 +715,7 @@ bool pool::await_until(const detail::latch& l, std::chrono::steady_clock::time_p
   return l.is_set();
 }
 
-bool pool::park_until_finish(std::uint64_t seen, std::chrono::milliseconds timeout) {
+bool pool::park_until_finish(std::uint64_t seen, std::chrono::microseconds timeout) {
   std::unique_lock lock{finish_mutex_};
   // seq_cst: see signal_finish().
   finish_parked_.fetch_add(1, std::memory_order_seq_cst);
@@ -758,22 +758,33 @@ void pool::nap_until_idle(Done& done, std::chrono::microseconds d,
     std::this_thread::sleep_for(d);
     return;
   }
-  idle_napper me{&self->nap, nullptr};
-  {
-    std::lock_guard lock{idle_mutex_};
-    me.next = idle_nappers_;
-    idle_nappers_ = &me;
-    // seq_cst: as block_until()'s, a Dekker pair with wake_idle_waiters():
-    // either done() below sees the jobs finished, or their runner sees us
-    // and its notify_idle(), which takes the lock after ours, unparks us.
-    idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  }
+  detail::fault::before_nap();
+  // In the list, under idle_mutex_, from its construction to its
+  // destruction, however the nap ends.
+  struct listed {
+    pool& p;
+    idle_napper node;
+    listed(pool& owner, detail::parker& parker) : p(owner), node{&parker, nullptr} {
+      const std::lock_guard lock{p.idle_mutex_};
+      node.next = p.idle_nappers_;
+      p.idle_nappers_ = &node;
+      // seq_cst: as block_until()'s, a Dekker pair with wake_idle_waiters():
+      // either the look at done() below sees the jobs finished, or their
+      // runner sees us and its notify_idle(), which takes the lock after
+      // ours, unparks us.
+      p.idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    }
+    listed(const listed&) = delete;
+    listed& operator=(const listed&) = delete;
+    ~listed() {
+      const std::lock_guard lock{p.idle_mutex_};
+      idle_napper** link = &p.idle_nappers_;
+      while (*link != &node) link = &(*link)->next;
+      *link = node.next;
+      p.idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  } const me{*this, self->nap};
   if (!done()) self->nap.park_for(d);
-  std::lock_guard lock{idle_mutex_};
-  idle_napper** link = &idle_nappers_;
-  while (*link != &me) link = &(*link)->next;
-  *link = me.next;
-  idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void pool::notify_idle() {
@@ -1163,7 +1174,10 @@ void task_group::wait_idle() {
     detail::worker* self = detail::tls.owner == &pool_ ? detail::tls.self : nullptr;
     if (self == nullptr) {
       detail::plain_sleep{}(d);
-    } else if (announce_nap(self->nap)) {
+      return;
+    }
+    detail::fault::before_nap();
+    if (announce_nap(self->nap)) {
       self->nap.park_for(d);
       // Relaxed: see announce_nap().
       state_.fetch_and(~napper_bit, std::memory_order_relaxed);

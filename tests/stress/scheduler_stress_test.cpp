@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -23,6 +24,60 @@ class scheduler_stress : public ::testing::TestWithParam<std::size_t> {
  protected:
   [[nodiscard]] weft::pool_options options() const { return {.threads = GetParam()}; }
 };
+
+// A job of the napping-waiter tests: spins for `busy`, then raises `ended`
+// (steady_clock ticks) to the moment it stopped, so that `ended` holds the
+// end of the round's last job.
+void spin_then_stamp(std::chrono::microseconds busy, std::atomic<std::int64_t>& ended) {
+  using clock = std::chrono::steady_clock;
+  const auto until = clock::now() + busy;
+  while (clock::now() < until) {
+  }
+  const std::int64_t now = clock::now().time_since_epoch().count();
+  std::int64_t seen = ended.load();
+  while (seen < now && !ended.compare_exchange_weak(seen, now)) {
+  }
+}
+
+// How long after the end of the round's last job (spin_then_stamp) it is.
+std::chrono::steady_clock::duration since(const std::atomic<std::int64_t>& ended) {
+  using clock = std::chrono::steady_clock;
+  return clock::now() - clock::time_point{clock::duration{ended.load()}};
+}
+
+// Runs `rounds` rounds of the napping-waiter tests: each of one job, or
+// every other of two, that spin 0-120 us at random (spin_then_stamp). The
+// round's jobs are spawned and waited for by round(busy, started, ended),
+// after which it waits until one of them has started elsewhere (2 ms at
+// most: one no idle worker was offered at once runs in the wait, late 0).
+// Returns how late after the round's last job's end its wait returned, at
+// worst.
+template <class Spawn, class Wait>
+std::chrono::steady_clock::duration worst_lateness(std::size_t rounds, std::uint64_t seed,
+                                                   Spawn spawn, Wait wait) {
+  using clock = std::chrono::steady_clock;
+  std::mt19937_64 rng{seed};
+  clock::duration late{0};
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const int jobs = r % 2 == 0 ? 1 : 2;
+    std::atomic<int> left{jobs};
+    std::atomic<int> started{0};
+    std::atomic<std::int64_t> ended{0};
+    auto job = [&left, &started, &ended](std::chrono::microseconds busy) {
+      return [&left, &started, &ended, busy] {
+        started.fetch_add(1);
+        spin_then_stamp(busy, ended);
+        left.fetch_sub(1);
+      };
+    };
+    for (int i = 0; i < jobs; ++i) spawn(job(std::chrono::microseconds{rng() % 120}));
+    const auto give_up = clock::now() + 2ms;
+    while (started.load() == 0 && clock::now() < give_up) std::this_thread::yield();
+    wait(left);
+    late = std::max(late, since(ended));
+  }
+  return late;
+}
 
 void random_pause(std::mt19937_64& rng) {
   switch (rng() % 8) {
@@ -156,47 +211,28 @@ TEST_P(scheduler_stress, no_lost_wake_up_of_a_napping_group_waiter) {
   // A task_group's home waits for jobs other workers run, which end at
   // random moments around the one its wait stops spinning and yielding and
   // naps (the backoff's sleeping phase, some 10-50 us in): each finish races
-  // the waiter's announcement. Every other round has two jobs, so the first
-  // finish wakes the waiter with one job left, and it naps again. The naps
-  // are scaled to half a second and more, so a waiter no finish woke
-  // returns that late.
+  // the waiter's announcement, and naps_delayed widens the window before
+  // it. Every other round has two jobs, so the first finish wakes the
+  // waiter with one job left, and it naps again. The naps are scaled to
+  // half a second and more, so a waiter no finish woke returns that late.
   if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
   weft::pool pool{options()};
   const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
-  using clock = std::chrono::steady_clock;
+  const weft::test::naps_delayed delayed{20us};  // jobs end before the nap announces itself
   const std::size_t rounds = weft::test::scaled(400, 40);
   const auto worst = pool.submit([&pool, rounds] {
-                           std::mt19937_64 rng{11};
-                           clock::duration late{0};
-                           for (std::size_t r = 0; r < rounds; ++r) {
-                             const int jobs = r % 2 == 0 ? 1 : 2;
-                             std::atomic<int> started{0};
-                             std::atomic<clock::rep> ended{0};
-                             weft::task_group g{pool};
-                             for (int i = 0; i < jobs; ++i) {
-                               const auto busy = std::chrono::microseconds{rng() % 120};
-                               g.spawn([&, busy] {
-                                 started.fetch_add(1);
-                                 const auto until = clock::now() + busy;
-                                 while (clock::now() < until) {
-                                 }
-                                 const clock::rep now = clock::now().time_since_epoch().count();
-                                 clock::rep seen = ended.load();
-                                 while (seen < now && !ended.compare_exchange_weak(seen, now)) {
-                                 }
+                           // A group per round: spawn into the current one.
+                           std::optional<weft::task_group> g;
+                           return worst_lateness(
+                               rounds, 11,
+                               [&](auto job) {
+                                 if (!g) g.emplace(pool);
+                                 g->spawn(job);
+                               },
+                               [&](const std::atomic<int>&) {
+                                 g->wait();
+                                 g.reset();
                                });
-                             }
-                             // A spawn another worker is not offered at once
-                             // (none was idle) runs here in wait(), late 0.
-                             const auto give_up = clock::now() + 2ms;
-                             while (started.load() == 0 && clock::now() < give_up) {
-                               std::this_thread::yield();
-                             }
-                             g.wait();
-                             const clock::time_point last{clock::duration{ended.load()}};
-                             late = std::max(late, clock::now() - last);
-                           }
-                           return late;
                          })
                          .get();
   EXPECT_LT(worst, 250ms);
@@ -205,40 +241,47 @@ TEST_P(scheduler_stress, no_lost_wake_up_of_a_napping_group_waiter) {
 TEST_P(scheduler_stress, no_lost_wake_up_of_a_worker_napping_in_another_pools_wait) {
   // A worker of one pool waits in another pool's wait() for jobs that end
   // at random moments around the one its wait stops spinning and yielding
-  // and naps; each end races the napper's announcement (nap_until_idle()).
-  // Every other round has two jobs on two workers, so the first may wake
-  // the napper with one job left. Naps are scaled to half a second and
-  // more, so a napper that no end woke returns that late.
+  // and naps; each end races the napper's announcement (nap_until_idle()),
+  // and naps_delayed widens the window before it. Every other round has
+  // two jobs on two workers, so the first may wake the napper with one job
+  // left. Naps are scaled to half a second and more, so a napper that no
+  // end woke returns that late.
   if (GetParam() == 0) GTEST_SKIP() << "needs a worker to wait on";
   weft::pool outer{options()};
   weft::pool inner{{.threads = 2}};
   const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
-  using clock = std::chrono::steady_clock;
+  const weft::test::naps_delayed delayed{20us};  // jobs end before the nap announces itself
   const std::size_t rounds = weft::test::scaled(2000, 200);
   const auto worst = outer
                          .submit([&inner, rounds] {
-                           std::mt19937_64 rng{13};
-                           clock::duration late{0};
-                           for (std::size_t r = 0; r < rounds; ++r) {
-                             const int jobs = r % 2 == 0 ? 1 : 2;
-                             std::atomic<clock::rep> ended{0};
-                             for (int i = 0; i < jobs; ++i) {
-                               const auto busy = std::chrono::microseconds{rng() % 120};
-                               inner.spawn([&ended, busy] {
-                                 const auto until = clock::now() + busy;
-                                 while (clock::now() < until) {
-                                 }
-                                 const clock::rep now = clock::now().time_since_epoch().count();
-                                 clock::rep seen = ended.load();
-                                 while (seen < now && !ended.compare_exchange_weak(seen, now)) {
-                                 }
+                           return worst_lateness(
+                               rounds, 13, [&](auto job) { inner.spawn(job); },
+                               [&](const std::atomic<int>&) { inner.wait(); });
+                         })
+                         .get();
+  EXPECT_LT(worst, 250ms);
+}
+
+TEST_P(scheduler_stress, no_lost_wake_up_of_a_worker_napping_in_wait_until) {
+  // A worker waits in wait_until() until the jobs it spawned, run by other
+  // workers, have ended, at random moments around the one the wait stops
+  // spinning and yielding and naps; each end races the napper's look at
+  // the predicate (pool::finish_nap), and naps_delayed widens the window
+  // between the wait's last look and the nap's. Every other round has two
+  // jobs, so the first may wake the napper with the predicate still false.
+  // Naps are scaled to half a second and more, so a napper that no end
+  // woke returns that late.
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
+  const weft::test::naps_delayed delayed{20us};  // jobs end before the nap announces itself
+  const std::size_t rounds = weft::test::scaled(2000, 200);
+  const auto worst = pool.submit([&pool, rounds] {
+                           return worst_lateness(
+                               rounds, 17, [&](auto job) { pool.spawn(job); },
+                               [&](const std::atomic<int>& left) {
+                                 pool.wait_until([&left] { return left.load() == 0; });
                                });
-                             }
-                             inner.wait();
-                             const clock::time_point last{clock::duration{ended.load()}};
-                             late = std::max(late, clock::now() - last);
-                           }
-                           return late;
                          })
                          .get();
   EXPECT_LT(worst, 250ms);

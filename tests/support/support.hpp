@@ -62,6 +62,34 @@ class backoff_sleep_scaled {
   ~backoff_sleep_scaled() { weft::detail::fault::backoff_sleep_scale = 1; }
 };
 
+// While it lives, every nap of a waiter that another thread wakes
+// (fault::nap_hook) begins up to `most` later, at random: jobs then end
+// between the wait's last look at its condition and the nap's
+// announcement, the race those naps must not lose.
+class naps_delayed {
+ public:
+  explicit naps_delayed(std::chrono::microseconds most) {
+    limit_us.store(most.count());
+    weft::detail::fault::nap_hook.store(&delay);
+  }
+  naps_delayed(const naps_delayed&) = delete;
+  naps_delayed& operator=(const naps_delayed&) = delete;
+  ~naps_delayed() { weft::detail::fault::nap_hook.store(nullptr); }
+
+ private:
+  static inline std::atomic<std::int64_t> limit_us{0};
+  static void delay() {
+    thread_local std::uint64_t state = 0x9E3779B97F4A7C15ULL;
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    const auto limit = static_cast<std::uint64_t>(limit_us.load()) + 1;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds{state % limit};
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+};
+
 // splitmix64's finaliser: a well-mixed 64-bit hash for random test data.
 constexpr std::uint64_t mix(std::uint64_t x) noexcept {
   x += 0x9E3779B97F4A7C15ULL;

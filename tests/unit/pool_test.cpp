@@ -330,6 +330,39 @@ TEST_P(pool_test, a_worker_waiting_for_another_pool_wakes_when_its_last_job_ends
   }
 }
 
+TEST_P(pool_test, a_worker_in_wait_until_wakes_when_a_job_elsewhere_finishes) {
+  // A worker in wait_until(pred) with nothing to run naps until a job of
+  // the pool it waits on finishes (docs/waiting.md, "wait_until on a
+  // worker"). With the backoff's pauses scaled to seconds, a wait that
+  // slept them out would return long after the job that made pred true.
+  // On a worker of the pool itself, and on a worker of another pool.
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  weft::pool other{{.threads = 1}};
+  const weft::test::backoff_sleep_scaled scaled{10'000};  // 50 us -> 0.5 s
+  using clock = std::chrono::steady_clock;
+  for (weft::pool* waiter : {&pool, &other}) {
+    SCOPED_TRACE(waiter == &pool ? "a worker of the pool" : "a worker of another pool");
+    const auto late = waiter
+                          ->submit([&pool] {
+                            std::atomic<bool> started{false};
+                            std::atomic<bool> finished{false};
+                            clock::time_point ended;
+                            pool.spawn([&] {
+                              started.store(true);
+                              std::this_thread::sleep_for(600ms);
+                              ended = clock::now();
+                              finished.store(true);
+                            });
+                            EXPECT_TRUE(weft::test::wait_for(started));
+                            pool.wait_until([&] { return finished.load(); });
+                            return clock::now() - ended;
+                          })
+                          .get();
+    EXPECT_LT(late, 300ms);
+  }
+}
+
 TEST_P(pool_test, destructor_finishes_submitted_work) {
   std::atomic<int> ran{0};
   {

@@ -40,6 +40,12 @@ inline constexpr std::chrono::microseconds pure_spin_time{1};
 // it parks (docs/waiting.md, "Outside waits").
 inline constexpr std::chrono::microseconds block_spin_time{20};
 
+// A worker napping in wait_until() until a job finishes: the longest its
+// first nap after registering as a finish waiter lasts, since a worker that
+// looked for waiters just before then does not signal (docs/waiting.md,
+// "wait_until on a worker"). Not scaled by fault::backoff_sleep_scale.
+inline constexpr std::chrono::microseconds finish_registration_grace{50};
+
 // Helping (running other jobs while waiting) nests at most this deep on one
 // stack. At the limit the waiting thread hands its role to a fresh thread and
 // blocks, so that deep recursion of waits never overflows a stack (see

@@ -60,6 +60,18 @@ inline void at_hold() {
   if (auto* hook = hold_hook.load(std::memory_order_relaxed)) hook();
 }
 
+// Called, when set, by a worker that naps until another thread wakes it
+// (pool::nap_until_idle(), pool::finish_nap, a task_group's wait) as its
+// nap begins, after the wait's last look at its condition and before the
+// nap announces itself: a stress test delays it there, so that jobs end in
+// between.
+inline std::atomic<void (*)()> nap_hook{nullptr};
+
+inline void before_nap() {
+  // Relaxed: a test sets the hook before the waits it provokes.
+  if (auto* hook = nap_hook.load(std::memory_order_relaxed)) hook();
+}
+
 // Multiplies the pauses of a backoff's sleeping phase (detail::backoff), so
 // that a test can tell a wait that is woken when it ends from one that
 // sleeps its pauses out.
