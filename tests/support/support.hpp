@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +63,14 @@ class backoff_sleep_scaled {
   ~backoff_sleep_scaled() { weft::detail::fault::backoff_sleep_scale = 1; }
 };
 
+// splitmix64's finaliser: a well-mixed 64-bit hash for random test data.
+constexpr std::uint64_t mix(std::uint64_t x) noexcept {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
 // While it lives, every nap of a waiter that another thread wakes
 // (fault::nap_hook) begins up to `most` later, at random: jobs then end
 // between the wait's last look at its condition and the nap's
@@ -79,24 +88,15 @@ class naps_delayed {
  private:
   static inline std::atomic<std::int64_t> limit_us{0};
   static void delay() {
-    thread_local std::uint64_t state = 0x9E3779B97F4A7C15ULL;
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
+    // Seeded by the thread's id, so each thread draws its own delays.
+    thread_local std::uint64_t calls = std::hash<std::thread::id>{}(std::this_thread::get_id());
+    const std::uint64_t draw = mix(++calls);
     const auto limit = static_cast<std::uint64_t>(limit_us.load()) + 1;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds{state % limit};
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds{draw % limit};
     while (std::chrono::steady_clock::now() < until) {
     }
   }
 };
-
-// splitmix64's finaliser: a well-mixed 64-bit hash for random test data.
-constexpr std::uint64_t mix(std::uint64_t x) noexcept {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 // CPU time (user + system) this process has used so far.
 inline std::chrono::microseconds process_cpu_time() {
