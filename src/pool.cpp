@@ -1106,13 +1106,13 @@ void task_group::finish_before_destruction() noexcept {
   // load that reads false proves error_ is empty and spares a fork-join
   // node's group the mutex (wait() relies on the same).
   if (!cancelled_.load(std::memory_order_relaxed)) return;
-  std::lock_guard lock{error_mutex_};
+  std::lock_guard lock{mutex_};
   if (error_) pool_.report_error(std::move(error_));
 }
 
 void task_group::fail(std::exception_ptr error) noexcept {
   cancel();
-  std::lock_guard lock{error_mutex_};
+  std::lock_guard lock{mutex_};
   if (!error_) error_ = std::move(error);
 }
 
@@ -1124,27 +1124,55 @@ void task_group::finish_shared() noexcept {
   detail::parker* napper = nullptr;
   do {
     next = s - one_job;
-    // The last job clears the waiter bit with its decrement, so each bit set
-    // by wait_idle() earns exactly one unpark. Any job clears the napper
-    // bit, and wakes the napper to look again.
-    if ((next & count_mask) == 0) next &= ~waiter_bit;
+    if ((next & count_mask) == 0 && (s & waiter_bit) != 0) [[unlikely]] {
+      finish_last_with_waiters();
+      return;
+    }
+    // Any job clears the napper bit, and wakes the napper to look again.
     next &= ~napper_bit;
     // Relaxed: see the acquire above.
     napper = (s & napper_bit) != 0 ? napper_.load(std::memory_order_relaxed) : nullptr;
     // acq_rel: release publishes this job's writes to whoever sees the count
-    // reach zero (idle(), or wait_idle() after its park); acquire pairs with
-    // the release CAS in wait_idle() that set waiter_bit, so waiter_ is
-    // visible below.
+    // reach zero (idle(), or a blocked waiter's look under the lock);
+    // acquire pairs with announce_nap()'s release RMW, as the load above.
   } while (
       !state_.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_acquire));
-  // After the CAS nothing of the group is read but waiter_ (whose reader
-  // the group outlives, see below): the napper may see the group idle and
-  // destroy it at once. Its parker lives as long as the pool.
+  // After the CAS nothing of the group is read: the napper may see the group
+  // idle and destroy it at once. Its parker lives as long as the pool.
   if (napper != nullptr) napper->unpark();
-  if ((s & waiter_bit) != 0 && (next & waiter_bit) == 0) {
-    // The blocked waiter returns only after this unpark, so the group is
-    // alive until waiter_ is read; the parker outlives the unpark.
-    waiter_->unpark();
+}
+
+void task_group::finish_last_with_waiters() noexcept {
+  blocked_waiter* woken = nullptr;
+  detail::parker* napper = nullptr;
+  {
+    // Taken before our decrement (the group is alive: we are not counted
+    // finished yet) and held until we have the list, so no thread blocks,
+    // and no other job takes the list, in between. The list's threads keep
+    // the group alive until we unpark them, after the unlock.
+    const std::lock_guard lock{mutex_};
+    // Acquire: as in finish_shared().
+    std::uint64_t s = state_.load(std::memory_order_acquire);
+    std::uint64_t next = 0;
+    do {
+      next = s - one_job;
+      // A job spawned meanwhile leaves the waiters to the new last job.
+      if ((next & count_mask) == 0) next &= ~waiter_bit;
+      next &= ~napper_bit;
+      // Relaxed: see finish_shared().
+      napper = (s & napper_bit) != 0 ? napper_.load(std::memory_order_relaxed) : nullptr;
+      // acq_rel: release as in finish_shared(); acquire pairs with the other
+      // jobs' release, so the threads we unpark see every job's writes.
+    } while (!state_.compare_exchange_weak(s, next, std::memory_order_acq_rel,
+                                           std::memory_order_acquire));
+    if ((s & waiter_bit) != 0 && (next & waiter_bit) == 0) woken = std::exchange(waiters_, nullptr);
+  }
+  if (napper != nullptr) napper->unpark();
+  while (woken != nullptr) {
+    // Read first: the waiter may return, and its node go, once unparked.
+    blocked_waiter* const following = woken->next;
+    woken->parker->unpark();
+    woken = following;
   }
 }
 
@@ -1203,22 +1231,30 @@ void task_group::wait_idle() {
   pool_.wait_on(
       done,
       [&] {
-        detail::parker& self = detail::parker::current();
-        waiter_ = &self;
-        // Acquire: if the count is already zero we return at once, and must see
-        // the jobs' writes (pairs with the acq_rel CAS in finish_shared()).
-        std::uint64_t s = state_.load(std::memory_order_acquire);
-        do {
-          if ((s & count_mask) == 0) return;
-          // Release pairs with the acq_rel CAS in finish_shared(): the last job sees
-          // waiter_ once it sees the bit. Acquire (on failure too) pairs with
-          // finish_shared()'s release when the count reached zero meanwhile.
-        } while (!state_.compare_exchange_weak(s, s | waiter_bit, std::memory_order_acq_rel,
-                                               std::memory_order_acquire));
-        // The bit is set: the last job will clear it and unpark us exactly once.
-        // Returning any earlier could free the group while that job still reads
-        // waiter_.
-        self.park();
+        blocked_waiter me{&detail::parker::current(), nullptr};
+        {
+          // Under the lock, so that the job that brings the count to zero
+          // (which takes it to take the list) finds us listed or we find
+          // the count at zero (docs/waiting.md, "Several threads waiting on
+          // one group").
+          const std::lock_guard lock{mutex_};
+          // Acquire: if the count is already zero we return at once, and must
+          // see the jobs' writes (pairs with the acq_rel CAS in
+          // finish_shared()).
+          std::uint64_t s = state_.load(std::memory_order_acquire);
+          do {
+            if ((s & count_mask) == 0) return;
+            // Acquire (on failure too): as the load above. The bit needs no
+            // release: the list it announces is read under the lock.
+          } while (!state_.compare_exchange_weak(s, s | waiter_bit, std::memory_order_acquire,
+                                                 std::memory_order_acquire));
+          me.next = waiters_;
+          waiters_ = &me;
+        }
+        // The last job takes the list and unparks each thread in it exactly
+        // once. Returning any earlier could free the group while that job
+        // still reads our node.
+        me.parker->park();
       },
       nap);
 }
@@ -1226,7 +1262,7 @@ void task_group::wait_idle() {
 void task_group::take_error() {
   std::exception_ptr error;
   {
-    std::lock_guard lock{error_mutex_};
+    std::lock_guard lock{mutex_};
     error = std::exchange(error_, nullptr);
   }
   cancelled_.store(false, std::memory_order_relaxed);

@@ -63,7 +63,9 @@ class task_group {
   }
 
   /// Waits for every job spawned so far; on a worker it runs other jobs
-  /// meanwhile. Rethrows the first exception a job threw.
+  /// meanwhile. Rethrows the first exception a job threw. Several threads
+  /// may wait at once: each returns once the group is idle, and the
+  /// exception is rethrown by one of them.
   void wait() {
     wait_until_idle();
     // Not cancelled means no error to take (see finish_before_destruction()).
@@ -281,6 +283,8 @@ class task_group {
   // thread other than the home, or run by one), or one the home spawned
   // and ran itself.
   void finish_shared() noexcept;
+  // finish_shared() for the last job while threads are blocked in wait_idle().
+  void finish_last_with_waiters() noexcept;
   // The home has spawned delta more jobs (-1 undoes a spawn that threw).
   void count_home_spawn(int delta) noexcept {
     // Relaxed, and only the home writes it: see idle().
@@ -332,9 +336,15 @@ class task_group {
   // (or the backoff's pause) ends; false if the group is idle already.
   bool announce_nap(detail::parker& nap) noexcept;
 
-  // Bit 0: a thread is blocked in wait_idle() and waiter_ names its parker
-  // (only in a group without a home). Bit 1: a worker naps in wait_idle()
-  // and napper_ names its parker. The rest: jobs spawned and not finished,
+  // A thread blocked in wait_idle(): a node of waiters_, on its stack.
+  struct blocked_waiter {
+    detail::parker* parker;
+    blocked_waiter* next;
+  };
+
+  // Bit 0: threads are blocked in wait_idle(), listed in waiters_ (only in
+  // a group without a home). Bit 1: a worker naps in wait_idle() and
+  // napper_ names its parker. The rest: jobs spawned and not finished,
   // in units of one_job, leaving out the jobs the home spawned, whose finish
   // elsewhere it subtracts (so with a home it may wrap below zero, see
   // idle()).
@@ -351,7 +361,10 @@ class task_group {
   std::atomic<std::uint64_t> state_{0};
   std::atomic<std::uint64_t> home_spawned_{0};   // written only by the home
   std::atomic<std::uint64_t> home_finished_{0};  // written only by the home
-  detail::parker* waiter_ = nullptr;  // written before waiter_bit is set, read by finish_shared()
+  // The threads blocked in wait_idle(), each on its own stack until the job
+  // that brings the count to zero unparks it. Guarded by mutex_: the list is
+  // non-empty exactly while waiter_bit is set.
+  blocked_waiter* waiters_ = nullptr;
   // Written before napper_bit is set, read by finish_shared(): a worker's
   // nap parker (detail::worker::nap), which lives as long as the pool.
   std::atomic<detail::parker*> napper_{nullptr};
@@ -359,8 +372,8 @@ class task_group {
   // Home only: how many of slots_ the home has taken since its last wait()
   // found the group idle (then none is in use).
   std::uint32_t slots_used_ = 0;
-  std::mutex error_mutex_;
-  std::exception_ptr error_;  // guarded by error_mutex_
+  std::mutex mutex_;
+  std::exception_ptr error_;  // guarded by mutex_
   slot_space slots_[slot_count];
 };
 

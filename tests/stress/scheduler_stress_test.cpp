@@ -238,6 +238,53 @@ TEST_P(scheduler_stress, no_lost_wake_up_of_a_napping_group_waiter) {
   EXPECT_LT(worst, 250ms);
 }
 
+TEST_P(scheduler_stress, no_lost_wake_up_of_threads_blocked_on_one_group) {
+  // One to three outside threads wait on one group while its jobs end at
+  // random moments around the ones they block, and in some rounds a job
+  // spawns one more into the group as it ends, so the count drops to one
+  // and rises again while threads are listed. Every thread must return
+  // once the group is idle: the group first had one slot for a blocked
+  // thread, and the others in it hung. The group is reused across rounds.
+  weft::pool pool{options()};
+  std::mt19937_64 rng{17};
+  const std::size_t rounds = weft::test::scaled(1500, 150);
+  auto g = std::make_unique<weft::task_group>(pool);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    std::atomic<int> ran{0};
+    const int jobs = 1 + static_cast<int>(rng() % 2);
+    const bool respawn = rng() % 3 == 0;
+    for (int i = 0; i < jobs; ++i) {
+      const auto busy = std::chrono::microseconds{rng() % 120};
+      g->spawn([&ran, &group = *g, busy, respawn] {
+        const auto until = std::chrono::steady_clock::now() + busy;
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        if (respawn) group.spawn([&ran] { ran.fetch_add(1); });
+        ran.fetch_add(1);
+      });
+    }
+    const std::size_t waiters = 1 + rng() % 3;
+    std::vector<std::atomic<bool>> returned(waiters);
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < waiters; ++i) {
+      threads.emplace_back([&group = *g, flag = &returned[i]] {
+        group.wait();
+        flag->store(true);
+      });
+    }
+    bool all = true;
+    for (const auto& flag : returned) all = weft::test::wait_for(flag) && all;
+    if (!all) {
+      // A thread that never returns keeps using the group: leak both.
+      for (auto& t : threads) t.detach();
+      (void)g.release();
+      FAIL() << "round " << r << ": a thread blocked in wait() was never woken";
+    }
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(ran.load(), respawn ? 2 * jobs : jobs) << "round " << r;
+  }
+}
+
 TEST_P(scheduler_stress, no_lost_wake_up_of_a_worker_napping_in_another_pools_wait) {
   // A worker of one pool waits in another pool's wait() for jobs that end
   // at random moments around the one its wait stops spinning and yielding

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -141,6 +142,44 @@ TEST_P(group_test, waiting_thread_is_woken_by_the_last_job) {
 }
 
 using weft::test::wait_for;
+
+TEST_P(group_test, several_threads_waiting_on_one_group_all_return) {
+  // Three outside threads block in wait() on one group while its job ends
+  // at a random moment. The group had one slot for a blocked waiter: the
+  // last to block took it, and the others were never woken.
+  weft::pool pool{options()};
+  const std::size_t rounds = weft::test::scaled(200, 20);
+  std::mt19937 random{11};
+  for (std::size_t r = 0; r < rounds; ++r) {
+    // On the heap: a waiter that never returns keeps a reference to it, so
+    // a failed round leaks the group rather than free it under that thread.
+    auto g = std::make_unique<weft::task_group>(pool);
+    std::atomic<int> ran{0};
+    const auto pause = std::chrono::microseconds{200 + random() % 800};
+    g->spawn([&ran, pause] {
+      std::this_thread::sleep_for(pause);
+      ran.fetch_add(1);
+    });
+    constexpr int waiters = 3;
+    std::array<std::atomic<bool>, waiters> returned{};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < waiters; ++i) {
+      threads.emplace_back([&group = *g, &ran, flag = &returned[static_cast<std::size_t>(i)]] {
+        group.wait();
+        EXPECT_EQ(ran.load(), 1);
+        flag->store(true);
+      });
+    }
+    bool all = true;
+    for (const auto& flag : returned) all = wait_for(flag) && all;
+    if (!all) {
+      for (auto& t : threads) t.detach();
+      (void)g.release();
+      FAIL() << "round " << r << ": a thread in wait() was never woken";
+    }
+    for (auto& t : threads) t.join();
+  }
+}
 
 TEST_P(group_test, a_worker_waiting_for_a_long_job_elsewhere_wakes_when_it_ends) {
   // A worker whose wait() finds nothing to run naps; the job that finishes
