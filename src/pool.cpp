@@ -1100,7 +1100,14 @@ pool& default_pool() {
 // task_group
 
 void task_group::finish_before_destruction() noexcept {
-  wait_until_idle();
+  try {
+    wait_until_idle();
+  } catch (const usage_error& e) {
+    // Destroyed by one of its own jobs: the wait could never end, and a
+    // destructor cannot throw.
+    std::fprintf(stderr, "weft: ~task_group: %s\n", e.what());
+    std::abort();
+  }
   // No error without a cancel: fail() sets cancelled_ before it stores the
   // error, and wait_until_idle() saw every job's finish (acquire), so a relaxed
   // load that reads false proves error_ is empty and spares a fork-join
@@ -1192,6 +1199,14 @@ bool task_group::announce_nap(detail::parker& nap) noexcept {
 }
 
 void task_group::wait_idle() {
+  // Only on this path, which every wait takes unless it found the group idle
+  // at home: walking the thread's running jobs costs a load per frame.
+  if (!idle() && detail::running_scope::inside(this)) {
+    throw usage_error(
+        "weft::task_group::wait: called from one of the group's own jobs, which it would wait "
+        "for: it could never return; wait for the group outside its jobs (a job may make and "
+        "wait for a group of its own)");
+  }
   auto done = [this] { return idle(); };
   // A worker with nothing to run naps until one of the group's jobs
   // finishes elsewhere, rather than sleep out the backoff's pauses

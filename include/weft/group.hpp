@@ -65,7 +65,8 @@ class task_group {
   /// Waits for every job spawned so far; on a worker it runs other jobs
   /// meanwhile. Rethrows the first exception a job threw. Several threads
   /// may wait at once: each returns once the group is idle, and the
-  /// exception is rethrown by one of them.
+  /// exception is rethrown by one of them. Throws weft::usage_error when
+  /// called from one of the group's own jobs, which it would wait for.
   void wait() {
     wait_until_idle();
     // Not cancelled means no error to take (see finish_before_destruction()).
@@ -143,6 +144,9 @@ class task_group {
       group->run_guarded(fn);
       return {group, AtHome};
     }
+    // What the job belongs to (detail::running_scope): wait_idle() refuses
+    // a wait from one of the group's own jobs.
+    [[nodiscard]] const void* work() const noexcept { return group; }
   };
 
   // A job kept in the group itself: each of the first slot_count spawns the
@@ -184,8 +188,9 @@ class task_group {
     task_group* const g = s->group;
     const unsigned epoch = s->epoch;
     {
-      // Jobs it spawns count in its epoch, as a heap job's do (run_posted).
-      const detail::running_scope running{&g->pool_, epoch};
+      // Jobs it spawns count in its epoch, as a heap job's do (run_posted);
+      // the group marks it as one of its own (see wait_idle()).
+      const detail::running_scope running{&g->pool_, epoch, g};
       C* fn = std::launder(reinterpret_cast<C*>(s->storage));
       if (pool::cancelled_at_start(&g->pool_, s)) [[unlikely]] {
         g->fail(detail::cancelled_error());

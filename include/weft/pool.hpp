@@ -1406,7 +1406,11 @@ void pool::run_posted(detail::job* base) noexcept {
   C* c = detail::callable_of<C>(j);
   pool* owner = c->owner;
   {
-    const detail::running_scope running{owner, j->epoch};
+    // A kind that names what it belongs to (a task_group's job) marks the
+    // scope with it, so that its front end can recognise it on the stack.
+    const void* work = nullptr;
+    if constexpr (requires { c->work(); }) work = c->work();
+    const detail::running_scope running{owner, j->epoch, work};
     // Only a cancellable kind is ever dropped (purge(), weft::job).
     const bool dropped = cancelled_at_start(owner, j) && C::cancellable;
     auto epilogue = dropped ? c->cancel() : (*c)();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 #include <weft/weft.hpp>
@@ -179,6 +180,40 @@ TEST_P(group_test, several_threads_waiting_on_one_group_all_return) {
     }
     for (auto& t : threads) t.join();
   }
+}
+
+TEST_P(group_test, a_job_that_waits_for_its_own_group_is_refused) {
+  // The job is counted in the group, so a wait() inside it could never
+  // return: it hung. Each kind of job a group makes: a heap job spawned
+  // from outside, one kept in the group by its home worker, and a heap
+  // job the home spawns when its callable is too big for a slot.
+  weft::pool pool{options()};
+  auto waits_for_own_group = [](weft::task_group& g, std::atomic<int>& refused) {
+    try {
+      g.wait();
+    } catch (const weft::usage_error& e) {
+      EXPECT_NE(std::string{e.what()}.find("own jobs"), std::string::npos) << e.what();
+      refused.fetch_add(1);
+    }
+  };
+  std::atomic<int> refused{0};
+  {
+    weft::task_group g{pool};
+    g.spawn([&] { waits_for_own_group(g, refused); });
+    g.wait();
+  }
+  pool.submit([&] {
+        weft::task_group g{pool};
+        g.spawn([&] { waits_for_own_group(g, refused); });
+        const std::array<char, 256> big{};
+        g.spawn([&, big] {
+          EXPECT_EQ(big[0], 0);
+          waits_for_own_group(g, refused);
+        });
+        g.wait();
+      })
+      .get();
+  EXPECT_EQ(refused.load(), 3);
 }
 
 TEST_P(group_test, a_worker_waiting_for_a_long_job_elsewhere_wakes_when_it_ends) {
