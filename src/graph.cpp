@@ -631,12 +631,19 @@ run_state* graph_core::start(pool& p, std::size_t runs, std::function<bool()> un
   // is pushed).
   const pool::submission_guard guard{p, t};
   init_state(s, p, t.epoch, runs, until);
+  s->graph = this;
   current_ = s;
   launch(s, false);
   return s;
 }
 
 bool graph_core::inside_own_task() const noexcept { return running_scope::inside(this); }
+
+// A run that has not finished is the graph's current run or one queued after
+// it, so a task of the graph waiting for it would wait for itself.
+bool inside_own_run(const future_state<void>* s) noexcept {
+  return running_scope::inside(static_cast<const run_state*>(s)->graph);
+}
 
 run_state* graph_core::enqueue(pool& p, std::size_t runs, std::function<bool()>& until) {
   if (inside_own_task()) {
@@ -667,6 +674,7 @@ run_state* graph_core::enqueue(pool& p, std::size_t runs, std::function<bool()>&
       throw;
     }
     init_state(s, p, t.epoch, runs, until);
+    s->graph = this;
     if (turn_free_) {
       // The run in flight ended while we came here: ours starts now.
       turn_free_ = false;

@@ -10,6 +10,7 @@
 #include <utility>
 #include <variant>
 
+#include "detail/context.hpp"
 #include "detail/job.hpp"
 #include "detail/latch.hpp"
 #include "errors.hpp"
@@ -62,6 +63,19 @@ struct future_state : job {
   std::optional<result_t<R>> value;
   std::exception_ptr error;
 };
+
+// Whether a wait for s on this thread could never end: the thread is running
+// the job s belongs to (future_job marks its running_scope with s), or a task
+// of the graph whose run s is (src/graph.cpp). Walks the thread's running
+// jobs: a load per frame, on a wait's slow path only.
+bool inside_own_run(const future_state<void>* s) noexcept;
+template <class R>
+bool waits_for_itself(const future_state<R>* s) noexcept {
+  if (running_scope::inside(s)) return true;
+  // Only a graph run sets cancel, and its future is a future<void>.
+  if constexpr (std::is_void_v<R>) return s->cancel != nullptr && inside_own_run(s);
+  return false;
+}
 
 // The steady-clock time `timeout` from now; a timeout too long to represent
 // is a deadline that never comes, a negative one is now.
@@ -151,7 +165,9 @@ class future {
     return state_ != nullptr && state_->cancel != nullptr && state_->cancel(state_);
   }
 
-  /// Waits for the job to finish. Throws usage_error on an empty future.
+  /// Waits for the job to finish. Throws usage_error on an empty future,
+  /// and when called from inside the work it stands for (its own job, or a
+  /// task of the graph whose run it is), which could then never finish.
   void wait() const;
 
   /// Waits at most `timeout` (until `deadline`), as std::future does:

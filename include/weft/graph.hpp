@@ -445,6 +445,8 @@ struct run_state final : future_state<void> {
   std::function<bool()> until;
   // The run queued after this one (graph_core's queue, under its mutex).
   run_state* next_queued = nullptr;
+  // The graph it runs, as its tasks mark their running_scope.
+  const void* graph = nullptr;
 };
 
 // Registry of live graphs, consulted by task handles in builds without

@@ -1737,7 +1737,9 @@ struct future_job final : future_state<R> {
       self->error = cancelled_error();
       self->fn.reset();
     } else {
-      const running_scope running{owner, epoch};
+      // Marked with the state, so that future::wait() recognises a wait
+      // for it from inside it.
+      const running_scope running{owner, epoch, static_cast<future_state<R>*>(self)};
       try {
         // NOLINTBEGIN(bugprone-unchecked-optional-access): engaged until here
         if constexpr (std::is_void_v<R>) {
@@ -1842,7 +1844,15 @@ void future<R>::wait() const {
         "weft::future::wait/get: the future is empty (default-constructed, moved from, or its "
         "get() was already called); keep the future returned by pool::submit and call get() once");
   }
-  if (!state_->done.is_set()) state_->owner->await(state_->done);
+  if (!state_->done.is_set()) {
+    if (detail::waits_for_itself(state_)) {
+      throw usage_error(
+          "weft::future::wait/get: called from inside the work this future stands for (its own "
+          "job, or a task of the graph whose run it is), which could then never finish; wait for "
+          "it from outside that work");
+    }
+    state_->owner->await(state_->done);
+  }
 }
 
 template <class R>

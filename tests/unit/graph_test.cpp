@@ -595,6 +595,41 @@ TEST(graph_dump, writes_dot_that_graphviz_parses) {
   std::remove(path.c_str());
 }
 
+TEST_P(graph_test, a_task_waiting_for_its_own_runs_future_is_a_usage_error) {
+  // A run ends only after its tasks, and the next run starts only after it:
+  // a task that waits for the future of its own run, or of a run queued
+  // behind it, would wait for itself. It hung; now the wait throws.
+  weft::pool pool{options()};
+  weft::graph g;
+  std::atomic<weft::future<void>*> awaited{nullptr};
+  std::atomic<int> refused{0};
+  std::atomic<int> ran{0};
+  g.emplace([&] {
+    if (ran.fetch_add(1) > 0) return;  // only the first run's task waits
+    weft::future<void>* f = nullptr;
+    while ((f = awaited.load()) == nullptr) std::this_thread::yield();
+    try {
+      f->wait();
+    } catch (const weft::usage_error&) {
+      refused.fetch_add(1);
+    }
+  });
+  if (GetParam() == 0) {
+    // A sequential pool runs the task inside get(): only its own run's
+    // future can be handed to it in time.
+    auto first = pool.run(g);
+    awaited = &first;
+    first.get();
+  } else {
+    auto first = pool.run(g);
+    auto second = pool.run(g);  // queued behind the first
+    awaited = &second;
+    first.get();
+    second.get();
+  }
+  EXPECT_EQ(refused.load(), 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(workers, graph_test, ::testing::ValuesIn(weft::test::worker_counts()),
                          [](const auto& info) { return weft::test::workers_name(info.param); });
 

@@ -199,6 +199,27 @@ TEST_P(pool_test, wait_from_own_job_is_a_usage_error) {
   EXPECT_TRUE(f.get());
 }
 
+TEST_P(pool_test, a_job_waiting_for_its_own_future_is_a_usage_error) {
+  // The job can only reach its own future through something shared; its
+  // wait() would wait for the job it runs in: it hung.
+  weft::pool pool{options()};
+  weft::future<void> own;
+  std::atomic<bool> published{false};
+  std::atomic<int> outcome{0};  // 1: refused as such, 2: anything else
+  own = pool.submit([&] {
+    while (!published.load()) std::this_thread::yield();
+    try {
+      own.wait();
+      outcome = 2;
+    } catch (const weft::usage_error& e) {
+      outcome = std::string{e.what()}.find("inside the work") != std::string::npos ? 1 : 2;
+    }
+  });
+  published = true;
+  own.get();
+  EXPECT_EQ(outcome.load(), 1);
+}
+
 TEST_P(pool_test, wait_until_fibonacci_seed_000) {
   weft::pool pool{options()};
   const int n = weft::test::stress_scale() < 1 ? 14 : 18;
