@@ -593,6 +593,7 @@ void graph_core::init_state(run_state* s, pool& p, unsigned epoch, std::size_t r
   s->run = nullptr;  // the state is never queued: the graph's tasks are
   s->destroy = &destroy_state;
   s->cancel = &run_state::request_cancel;  // future<void>::cancel() reaches the run
+  s->graph = this;                         // future<void>::wait() refuses a wait from our own tasks
   s->dropped = &run_state::on_dropped;
   s->owner = &p;
   s->epoch = epoch;
@@ -631,7 +632,6 @@ run_state* graph_core::start(pool& p, std::size_t runs, std::function<bool()> un
   // is pushed).
   const pool::submission_guard guard{p, t};
   init_state(s, p, t.epoch, runs, until);
-  s->graph = this;
   current_ = s;
   launch(s, false);
   return s;
@@ -674,7 +674,6 @@ run_state* graph_core::enqueue(pool& p, std::size_t runs, std::function<bool()>&
       throw;
     }
     init_state(s, p, t.epoch, runs, until);
-    s->graph = this;
     if (turn_free_) {
       // The run in flight ended while we came here: ours starts now.
       turn_free_ = false;

@@ -1123,27 +1123,39 @@ void task_group::fail(std::exception_ptr error) noexcept {
   if (!error_) error_ = std::move(error);
 }
 
+bool task_group::count_off(std::uint64_t& s, bool locked, detail::parker*& napper) noexcept {
+  std::uint64_t next = 0;
+  do {
+    next = s - one_job;
+    if ((next & count_mask) == 0 && (s & waiter_bit) != 0) {
+      if (!locked) [[unlikely]]
+        return false;
+      // The last job takes the blocked threads (finish_last_with_waiters()).
+      next &= ~waiter_bit;
+    }
+    // Any job clears the napper bit, and wakes the napper to look again.
+    next &= ~napper_bit;
+    // Relaxed: see the acquire load in finish_shared().
+    napper = (s & napper_bit) != 0 ? napper_.load(std::memory_order_relaxed) : nullptr;
+    // acq_rel: release publishes this job's writes to whoever sees the count
+    // reach zero (idle(), or a blocked waiter's look under the lock);
+    // acquire pairs with announce_nap()'s release RMW, as the load in
+    // finish_shared() does, and with the other jobs' release, so the
+    // threads finish_last_with_waiters() unparks see every job's writes.
+  } while (
+      !state_.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_acquire));
+  return true;
+}
+
 void task_group::finish_shared() noexcept {
   // Acquire (on failure too): pairs with announce_nap()'s release RMW, so a
   // napper_ read after seeing napper_bit is the napper's.
   std::uint64_t s = state_.load(std::memory_order_acquire);
-  std::uint64_t next = 0;
   detail::parker* napper = nullptr;
-  do {
-    next = s - one_job;
-    if ((next & count_mask) == 0 && (s & waiter_bit) != 0) [[unlikely]] {
-      finish_last_with_waiters();
-      return;
-    }
-    // Any job clears the napper bit, and wakes the napper to look again.
-    next &= ~napper_bit;
-    // Relaxed: see the acquire above.
-    napper = (s & napper_bit) != 0 ? napper_.load(std::memory_order_relaxed) : nullptr;
-    // acq_rel: release publishes this job's writes to whoever sees the count
-    // reach zero (idle(), or a blocked waiter's look under the lock);
-    // acquire pairs with announce_nap()'s release RMW, as the load above.
-  } while (
-      !state_.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_acquire));
+  if (!count_off(s, false, napper)) [[unlikely]] {
+    finish_last_with_waiters();
+    return;
+  }
   // After the CAS nothing of the group is read: the napper may see the group
   // idle and destroy it at once. Its parker lives as long as the pool.
   if (napper != nullptr) napper->unpark();
@@ -1160,19 +1172,10 @@ void task_group::finish_last_with_waiters() noexcept {
     const std::lock_guard lock{mutex_};
     // Acquire: as in finish_shared().
     std::uint64_t s = state_.load(std::memory_order_acquire);
-    std::uint64_t next = 0;
-    do {
-      next = s - one_job;
-      // A job spawned meanwhile leaves the waiters to the new last job.
-      if ((next & count_mask) == 0) next &= ~waiter_bit;
-      next &= ~napper_bit;
-      // Relaxed: see finish_shared().
-      napper = (s & napper_bit) != 0 ? napper_.load(std::memory_order_relaxed) : nullptr;
-      // acq_rel: release as in finish_shared(); acquire pairs with the other
-      // jobs' release, so the threads we unpark see every job's writes.
-    } while (!state_.compare_exchange_weak(s, next, std::memory_order_acq_rel,
-                                           std::memory_order_acquire));
-    if ((s & waiter_bit) != 0 && (next & waiter_bit) == 0) woken = std::exchange(waiters_, nullptr);
+    (void)count_off(s, true, napper);
+    // A job spawned meanwhile leaves the waiters to the new last job.
+    const bool last = ((s - one_job) & count_mask) == 0;
+    if ((s & waiter_bit) != 0 && last) woken = std::exchange(waiters_, nullptr);
   }
   if (napper != nullptr) napper->unpark();
   while (woken != nullptr) {

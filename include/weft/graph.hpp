@@ -570,8 +570,8 @@ class graph_core {
   // still held by a future: a spare whose run and future are gone, or a
   // new one, marked taken. Under queue_mutex_.
   run_state* spare_state();
-  static void init_state(run_state* s, pool& p, unsigned epoch, std::size_t runs,
-                         std::function<bool()>& until) noexcept;
+  void init_state(run_state* s, pool& p, unsigned epoch, std::size_t runs,
+                  std::function<bool()>& until) noexcept;
   // start() when the graph already has a run: queues this one (or runs it,
   // if the turn fell free meanwhile).
   run_state* enqueue(pool& p, std::size_t runs, std::function<bool()>& until);

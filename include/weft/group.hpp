@@ -290,6 +290,11 @@ class task_group {
   void finish_shared() noexcept;
   // finish_shared() for the last job while threads are blocked in wait_idle().
   void finish_last_with_waiters() noexcept;
+  // Counts one job off state_, whose value the caller read into s; s is
+  // then the value it replaced. With the lock not held (`locked` false) it
+  // changes nothing and returns false where it would be the last job while
+  // threads are blocked: those finish under mutex_.
+  bool count_off(std::uint64_t& s, bool locked, detail::parker*& napper) noexcept;
   // The home has spawned delta more jobs (-1 undoes a spawn that threw).
   void count_home_spawn(int delta) noexcept {
     // Relaxed, and only the home writes it: see idle().
