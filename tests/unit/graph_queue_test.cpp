@@ -137,8 +137,13 @@ TEST_P(graph_queue, dropped_futures_of_queued_runs) {
   weft::pool pool{options()};
   weft::graph g;
   std::atomic<int> calls{0};
+  std::atomic<bool> release{false};
   g.emplace([&] {
-    if (calls.fetch_add(1) == 2) throw std::runtime_error("third run");
+    const int call = calls.fetch_add(1);
+    if (call == 2) throw std::runtime_error("third run");
+    // The sixth run holds its worker until the seventh is cancelled: were
+    // it to end first, the seventh could start before cancel() and run.
+    while (call == 5 && !release.load()) std::this_thread::yield();
   });
   for (int i = 0; i < 5; ++i) (void)pool.run(g);
   // The failed run's exception goes to the pool's error path.
@@ -150,6 +155,7 @@ TEST_P(graph_queue, dropped_futures_of_queued_runs) {
     auto dropped = pool.run(g);
     EXPECT_TRUE(dropped.cancel());
   }
+  release.store(true);
   EXPECT_NO_THROW(kept.get());
   EXPECT_NO_THROW(pool.wait());
   EXPECT_EQ(calls.load(), 6);
