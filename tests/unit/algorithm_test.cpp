@@ -278,10 +278,23 @@ TEST_P(algorithm_test, slow_bodies_spread_over_the_workers) {
   weft::pool pool{options()};
   std::mutex m;
   std::set<std::size_t> threads;
-  weft::for_each_index(pool, 0, 200, [&](int) {
-    spin_for(100us);
+  auto seen = [&] {
     const std::lock_guard lock{m};
-    threads.insert(weft::this_worker::index().value_or(99));
+    return threads.size();
+  };
+  weft::for_each_index(pool, 0, 200, [&](int i) {
+    spin_for(100us);
+    {
+      const std::lock_guard lock{m};
+      threads.insert(weft::this_worker::index().value_or(99));
+    }
+    // The first body waits (at most 10 s) for a body on another thread: the
+    // 20 ms of bodies alone can end before the other workers get a CPU on a
+    // loaded machine, and then one thread may rightly run them all.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    while (i == 0 && seen() < 2 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
   });
   EXPECT_GE(threads.size(), 2U);
 }

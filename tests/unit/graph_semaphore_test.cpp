@@ -150,12 +150,17 @@ TEST_P(graph_semaphore, a_waiting_task_holds_no_worker) {
   std::atomic<bool> holding{false};
   std::atomic<int> others{0};
   std::atomic<int> others_before_release{-1};
-  // h holds s for 50 ms. Once it does, `gate` lets 20 waiters and 100
-  // independent tasks go: if a waiter blocked its thread, the independent
-  // tasks could not all run before h releases s.
+  // h holds s until the 100 independent tasks have run (for at most 10 s).
+  // Once it holds s, `gate` lets 20 waiters and those 100 tasks go: if a
+  // waiter blocked its thread, the independent tasks could not all run
+  // before h releases s. (A fixed 50 ms hold failed when the other worker
+  // was descheduled that long.)
   g.emplace([&] {
      holding.store(true);
-     std::this_thread::sleep_for(50ms);
+     const auto deadline = std::chrono::steady_clock::now() + 10s;
+     while (others.load() < 100 && std::chrono::steady_clock::now() < deadline) {
+       std::this_thread::sleep_for(100us);
+     }
      others_before_release.store(others.load());
    })
       .acquire(s)

@@ -299,8 +299,13 @@ TEST_P(graph_test, a_cancelled_run_whose_future_is_dropped_is_no_error) {
   b.precede(b);
   pool.spawn([&] {
     auto f = pool.run(g);
-    // With one worker (or none) the run starts only after this job.
-    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    // With one worker (or none) the run starts only after this job; with
+    // more, another worker starts it (waited for, at most 10 s: a fixed
+    // sleep was too short when that worker was descheduled).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    while (GetParam() >= 2 && loops.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
     EXPECT_TRUE(f.cancel());
   });  // f dropped here, cancelled, possibly before the run has finished
   EXPECT_NO_THROW(pool.wait());

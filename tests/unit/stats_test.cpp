@@ -1,6 +1,7 @@
 // pool::stats() per worker and reset_stats() (docs/control.md, "Statistics").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -39,6 +40,17 @@ TEST_P(stats_at, every_job_a_worker_takes_is_counted_once) {
 
 TEST_P(stats_at, busy_and_idle_add_up_to_the_time_since_the_reset) {
   weft::pool pool{{.threads = GetParam()}};
+  // Every worker first reaches its idle loop and parks (at most 10 s): one
+  // still starting when the counters are reset counts that time as busy.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  auto all_parked = [&] {
+    const weft::pool_stats s = pool.stats();
+    return std::all_of(s.per_worker.begin(), s.per_worker.end(),
+                       [](const weft::worker_stats& w) { return w.parks > 0; });
+  };
+  while (!all_parked() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   const auto before = std::chrono::steady_clock::now();
   pool.reset_stats();
   std::this_thread::sleep_for(std::chrono::milliseconds(30));

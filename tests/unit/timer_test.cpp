@@ -94,7 +94,9 @@ TEST_P(timer_test, deadlines_fire_in_order_and_ties_in_creation_order) {
   std::mutex m;
   std::vector<int> order;  // guarded by m
   std::atomic<int> violations{0};
-  const auto base = clock_type::now() + 30ms;
+  // 300 ms ahead: all 12 must be made before the first deadline, or one
+  // made late is overdue and fires after those made before it.
+  const auto base = clock_type::now() + 300ms;
   auto add = [&](int id, clock_type::time_point when) {
     pool.spawn_at(when, [&, id, when] {
       if (clock_type::now() < when) violations.fetch_add(1);
@@ -162,7 +164,8 @@ TEST_P(timer_test, cancel_before_the_deadline_means_never) {
   weft::pool pool{options()};
   std::atomic<int> runs{0};
   std::atomic<int> alive{0};
-  weft::timer t = pool.spawn_after(30ms, [&, keep = tracked{alive}] { runs.fetch_add(1); });
+  // Far enough ahead that it does not fire before cancel() on a slow machine.
+  weft::timer t = pool.spawn_after(300ms, [&, keep = tracked{alive}] { runs.fetch_add(1); });
   EXPECT_EQ(alive.load(), 1);
   EXPECT_TRUE(t.pending());
   EXPECT_TRUE(t.cancel());
@@ -170,7 +173,7 @@ TEST_P(timer_test, cancel_before_the_deadline_means_never) {
   EXPECT_FALSE(t.pending());
   EXPECT_FALSE(t.cancel()) << "idempotent";
   EXPECT_FALSE(t.cancel());
-  std::this_thread::sleep_for(60ms);
+  std::this_thread::sleep_for(350ms);
   pool.wait();
   EXPECT_EQ(runs.load(), 0);
 }
