@@ -1,8 +1,11 @@
 // Continuations and batches: LibZ.Jobs' continueWith chain (load, parse,
 // sum, each step a job of its own once the previous one has finished) and
-// Hipe's futures example (submit a batch, wait for all, get all).
+// Hipe's futures example (submit a batch, wait for all, get all), and a
+// batch of detached jobs.
+#include <cstddef>
 #include <cstdio>
 #include <numeric>
+#include <ranges>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,8 +36,24 @@ int main() {
   std::vector<long> squares = weft::when_all(std::move(futures)).get();
   const long sum_of_squares = std::accumulate(squares.begin(), squares.end(), 0L);
 
+  // A batch of detached jobs: spawn_all queues one job for the 10,000
+  // callables, which hands halves of what is left to idle workers; each
+  // callable writes its own slot, and pool.wait() waits for them all.
+  std::vector<long> cubes(10'000);
+  pool.spawn_all(std::views::iota(0L, 10'000L) | std::views::transform([&cubes](long i) {
+                   return [&cubes, i] { cubes[static_cast<std::size_t>(i)] = i * i * i; };
+                 }));
+  pool.wait();
+  const long cube_checks = std::accumulate(cubes.begin(), cubes.end(), 0L) % 1'000'003;
+
   const long sum = total.get();
-  std::printf("continueWith chain: %ld; sum of 1000 squares from a batch: %ld\n", sum,
-              sum_of_squares);
-  return sum == 55 && sum_of_squares == 332'833'500 ? 0 : 1;
+  std::printf(
+      "continueWith chain: %ld; sum of 1000 squares from a batch: %ld; of 10000 cubes, "
+      "mod 1000003: %ld\n",
+      sum, sum_of_squares, cube_checks);
+  long expected_cubes = 0;
+  for (long i = 0; i < 10'000; ++i) expected_cubes += i * i * i;
+  return sum == 55 && sum_of_squares == 332'833'500 && cube_checks == expected_cubes % 1'000'003
+             ? 0
+             : 1;
 }

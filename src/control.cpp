@@ -264,8 +264,29 @@ bool pool::paused() const noexcept {
   return attention_.load(std::memory_order_relaxed) >= paused_weight;
 }
 
+std::size_t pool::callables_in(detail::job* j) noexcept {
+  if ((j->taken_flags() & detail::job_flags::batch) == 0) return 1;
+  static_assert(detail::fits_inline<batch_span>);
+  const batch_span& span = *detail::callable_of<batch_span>(static_cast<detail::heap_job*>(j));
+  return span.hi - span.lo;
+}
+
+void pool::begin_purge() {
+  // acq_rel RMW: the other side of the RMW in hold_if_paused(): a job a
+  // worker puts back after taking it just as the pool was paused (and the
+  // rest of its batch) is either seen by the purge or dropped by that worker.
+  // Under the lock, so that last_purge_ only grows when two threads purge at
+  // once. Relaxed on the clock: it orders nothing, it only stamps.
+  std::lock_guard lock{control_mutex_};
+  const std::uint32_t now = detail::purge_clock.fetch_add(1, std::memory_order_relaxed) + 1;
+  last_purge_.exchange(now == 0 ? 1 : now, std::memory_order_acq_rel);
+}
+
 std::size_t pool::purge() {
   std::size_t dropped = 0;
+  // A batch of spawn_all running now drops the callables it has not
+  // started when it sees the purge's time (weft/batch.hpp).
+  begin_purge();
   if (sequential()) {
     std::deque<detail::job*> queued;
     {
@@ -275,8 +296,8 @@ std::size_t pool::purge() {
     std::deque<detail::job*> kept;
     for (detail::job* j : queued) {
       if ((j->flags & detail::job_flags::cancellable) != 0) {
+        dropped += callables_in(j);
         cancel_job(j);
-        ++dropped;
       } else {
         kept.push_back(j);
       }
@@ -285,24 +306,14 @@ std::size_t pool::purge() {
     sequential_queue_.insert(sequential_queue_.begin(), kept.begin(), kept.end());
     return dropped;
   }
-  // acq_rel RMW: the other side of the RMW in hold_if_paused(): a job a
-  // worker puts back after taking it just as the pool was paused (and the
-  // rest of its batch) is either seen below or dropped by that worker.
-  {
-    // Under the lock, so that last_purge_ only grows when two threads purge
-    // at once. Relaxed on the clock: it orders nothing, it only stamps.
-    std::lock_guard lock{control_mutex_};
-    const std::uint32_t now = detail::purge_clock.fetch_add(1, std::memory_order_relaxed) + 1;
-    last_purge_.exchange(now == 0 ? 1 : now, std::memory_order_acq_rel);
-  }
   // Jobs purge may not drop go back: to their priority queue or mailbox, or
   // else to the injector (any worker may run them, as a thief would have).
   // A front end's job that asks to be kept is the only kind that does.
   std::vector<detail::job*> kept;
   auto sort = [&](detail::job* j, destination home) {
     if ((j->taken_flags() & detail::job_flags::cancellable) != 0) {
+      dropped += callables_in(j);
       cancel_job(j);
-      ++dropped;
       return;
     }
     try {

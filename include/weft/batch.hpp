@@ -1,12 +1,18 @@
-// Batches: pool::spawn_all and pool::submit_all publish a whole range of
-// callables to the workers at once (one store a thief sees, one wake-up),
-// where spawn/submit in a loop would publish and wake once per job
-// (docs/continuations.md, "Batches").
+// Batches: pool::spawn_all and pool::submit_all hand a whole range of
+// callables to the workers at once, where spawn/submit in a loop would
+// publish and wake once per job (docs/continuations.md, "Batches").
+// submit_all publishes one job per future with one store and one wake-up;
+// spawn_all keeps its callables in one array and queues one job for all of
+// them, which splits as workers go idle.
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <memory>
 #include <ranges>
 #include <type_traits>
 #include <utility>
@@ -129,6 +135,217 @@ struct pool::spawn_batch_job {
   }
 };
 
+// spawn_all's callables, copied or moved into one array as the batch is
+// made. Each is destroyed as soon as it has run or been dropped, by the
+// piece that covers it; the last piece to finish frees the array.
+template <class F>
+struct pool::batch_block : batch_block_base {
+  F* items;
+  std::size_t capacity;
+  std::size_t size = 0;  // made
+
+  explicit batch_block(std::size_t n) : items(std::allocator<F>{}.allocate(n)), capacity(n) {}
+  batch_block(const batch_block&) = delete;
+  batch_block& operator=(const batch_block&) = delete;
+  ~batch_block() { std::allocator<F>{}.deallocate(items, capacity); }
+
+  // A block of the n callables of the range, not yet handed to any piece;
+  // all or nothing: if one throws, those made are destroyed.
+  struct unsent {
+    batch_block* b;
+    explicit unsent(batch_block* block) noexcept : b(block) {}
+    unsent(const unsent&) = delete;
+    unsent& operator=(const unsent&) = delete;
+    ~unsent() {
+      if (b == nullptr) return;
+      std::destroy_n(b->items, b->size);
+      delete b;
+    }
+  };
+  template <class Range>
+  static batch_block* make(Range&& callables, std::size_t n) {
+    using Ref = std::ranges::range_reference_t<Range>;
+    auto b = std::make_unique<batch_block>(n);
+    std::size_t made = 0;
+    try {
+      for (auto&& f : callables) {
+        if (made == n) break;  // a range that yields more than its size said
+        std::construct_at(b->items + made, std::forward<Ref>(f));
+        ++made;
+      }
+    } catch (...) {
+      std::destroy_n(b->items, made);
+      throw;
+    }
+    b->size = made;  // fewer than said: the rest stays unused
+    return b.release();
+  }
+};
+
+// A job that runs the callables [lo, hi) of a batch, in order, splitting
+// off the rest in halves for other workers, as a loop of weft/algorithm.hpp
+// splits its range (rayon's adaptive splitter), except that nobody waits
+// for the halves: each piece is counted as a job of its own, and the last
+// to finish frees the block.
+// - A piece that starts on a worker other than the one that made it (the
+//   first piece, or a stolen one) first splits its left spine: it queues
+//   [mid, hi) and keeps [lo, mid), bit_width(workers) times, so that the
+//   callables behind a long one are not all kept from idle workers.
+// - Before each callable, if a worker is idle and the own deque is empty,
+//   it queues the second half of what is left.
+// Before each callable it also looks for what the pool looks for before
+// each job: a pause (on a worker the rest goes back to a queue, held there)
+// and a purge begun since the batch was made (the rest is dropped). Off the
+// workers (sequential mode, a helping thread) it runs [lo, hi) whole.
+template <class F>
+struct pool::batch_piece : batch_span {
+  using items = batch_block<F>;
+  static constexpr bool cancellable = detached_call<F>::cancellable;
+
+  batch_piece(pool* p, items* b, std::size_t from, std::size_t to, std::uint32_t by) noexcept
+      : batch_span{p, b, from, to, by} {}
+
+  // job::flags of every piece of the batch (pool::fill_posted()).
+  [[nodiscard]] std::uint32_t job_flags() const noexcept { return block->flags; }
+
+  no_epilogue operator()() noexcept {
+    pool& p = *owner;
+    items& b = *static_cast<items*>(this->block);
+    detail::worker* self = p.on_own_worker() ? detail::tls.self : nullptr;
+    if (self != nullptr && maker != self->index) split_spine(p, *self, b);
+    std::size_t ran = 0;
+    for (std::size_t i = lo; i < hi; ++i) {
+      // Relaxed: hints, as in find_work(); a pause or a purge that comes just
+      // after the load is one callable late, as it is for a job taken just
+      // before it.
+      if (p.attention_.load(std::memory_order_relaxed) >= paused_weight && self != nullptr &&
+          hold_rest(p, *self, b, i)) [[unlikely]] {
+        break;
+      }
+      if (made_before_a_purge(b.flags, p.last_purge_.load(std::memory_order_relaxed)))
+          [[unlikely]] {
+        drop(p, b, i, hi);
+        hi = i;
+        break;
+      }
+      if (self != nullptr && hi - i > 1 && p.sleep_.someone_idle() &&
+          self->deque.private_size() == 0 && self->deque.empty()) {
+        // Keep [i, mid), hand over [mid, hi).
+        const std::size_t mid = i + (hi - i) / 2;
+        if (detail::heap_job* j = p.make_piece(*self, b, mid, hi)) {
+          hi = mid;
+          queue(p, j);
+        }
+      }
+      try {
+        b.items[i]();
+      } catch (...) {
+        p.report_error(std::current_exception());
+      }
+      std::destroy_at(b.items + i);
+      ++ran;
+    }
+    // Each callable counts as a job in the worker's stats; the piece was
+    // counted as one when the worker took it.
+    if (self != nullptr && ran > 1) detail::worker::bump(self->counts.jobs, ran - 1);
+    release(b);
+    return {};
+  }
+
+  // Dropped from a queue (purge(), or a worker that took it just as its
+  // pool was paused): none of its callables runs.
+  no_epilogue cancel() noexcept {
+    items& b = *static_cast<items*>(this->block);
+    // cancelled_at_start() counted the piece as one.
+    drop(*owner, b, lo + 1, hi);
+    std::destroy_at(b.items + lo);
+    release(b);
+    return {};
+  }
+
+ private:
+  void split_spine(pool& p, detail::worker& self, items& b) noexcept {
+    std::array<detail::job*, std::numeric_limits<std::size_t>::digits> made{};
+    std::size_t k = 0;
+    for (std::size_t left = std::bit_width(p.size()); left > 0 && hi - lo > 1; --left) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      detail::heap_job* j = p.make_piece(self, b, mid, hi);
+      if (j == nullptr) break;
+      made[k++] = j;
+      hi = mid;
+    }
+    // The farthest half first: thieves take the oldest.
+    const std::size_t pushed = p.push_many(made.data(), k);
+    // No memory for the deque to grow: they run here.
+    for (std::size_t m = pushed; m < k; ++m) made[m]->run(made[m]);
+  }
+
+  // Queues a piece made by this worker in its deque, where idle workers
+  // find it; with no memory for the deque to grow, it runs here.
+  static void queue(pool& p, detail::job* j) noexcept {
+    if (p.push_many(&j, 1) == 0) j->run(j);
+  }
+
+  static void drop(pool& p, items& b, std::size_t from, std::size_t to) noexcept {
+    if (from >= to) return;
+    // Relaxed: a counter (stats()).
+    p.cancelled_.fetch_add(to - from, std::memory_order_relaxed);
+    std::destroy(b.items + from, b.items + to);
+  }
+
+  // The pool was paused before callable i: [i, hi) goes to the injector's
+  // front as a piece of its own, held there as a job a worker took just as
+  // the pool was paused is held (hold_if_paused(), which also drops it if a
+  // purge missed it). Returns false when there is no memory for that piece;
+  // the rest then runs here, as a job that cannot be held back does.
+  bool hold_rest(pool& p, detail::worker& self, items& b, std::size_t i) noexcept {
+    detail::heap_job* j = p.make_piece(self, b, i, hi);
+    if (j == nullptr) return false;
+    hi = i;
+    // Resumed meanwhile: it runs here after all.
+    if (detail::job* back = p.hold_if_paused(j, p.injector_)) back->run(back);
+    return true;
+  }
+
+  static void release(items& b) noexcept {
+    // acq_rel: release, so that what this piece did with the block (its
+    // callables destroyed) comes before the free; acquire, so that the last
+    // piece frees it after everything the others did. Pairs with itself.
+    if (b.pieces.fetch_sub(1, std::memory_order_acq_rel) == 1) delete &b;
+  }
+};
+
+template <class F>
+detail::heap_job* pool::make_piece(detail::worker& self, batch_block<F>& b, std::size_t lo,
+                                   std::size_t hi) noexcept {
+  using piece = batch_piece<F>;
+  static_assert(detail::fits_inline<piece> && std::is_standard_layout_v<piece>,
+                "a piece's callable is read as a batch_span (callables_in())");
+  detail::heap_job* j = nullptr;
+  try {
+    j = self.cache.allocate();
+  } catch (...) {
+    return nullptr;
+  }
+  j->epoch = count_own_spawn(self);
+  detail::construct_callable<piece>(j, this, &b, lo, hi, static_cast<std::uint32_t>(self.index));
+  j->run = &run_posted<piece>;
+  j->flags = b.flags;  // as fill_posted() sets them
+  // Relaxed: the caller's own piece keeps the block alive; the new piece
+  // reaches other threads through a queue, which publishes it.
+  b.pieces.fetch_add(1, std::memory_order_relaxed);
+  return j;
+}
+
+template <class F>
+void pool::post_batch(typename batch_block<F>::unsent& batch) {
+  using piece = batch_piece<F>;
+  batch_block<F>& b = *batch.b;
+  b.flags = detail::job_flags::batch | (piece::cancellable ? cancellable_flags() : 0);
+  post<piece>(this, &b, std::size_t{0}, b.size, batch_span::no_maker);
+  batch.b = nullptr;  // the piece's now (it may have run and freed it already)
+}
+
 // submit_all's jobs: the states of futures, as submit() makes.
 template <class F>
 struct pool::submit_batch_job {
@@ -156,17 +373,29 @@ template <class Range>
 void pool::spawn_all(Range&& callables) {
   static_assert(std::ranges::input_range<Range>,
                 "weft::pool::spawn_all: pass a range of callables (a container or a view)");
-  using F = std::decay_t<std::ranges::range_reference_t<Range>>;
+  using Ref = std::ranges::range_reference_t<Range>;
+  using F = std::decay_t<Ref>;
   check_callable<F>();
   if constexpr (std::is_invocable_v<F&>) {
     if (bounded_here()) {
       // Under a bound each job takes its slot (or meets the policy) alone.
-      for (auto&& f : callables) spawn(std::forward<std::ranges::range_reference_t<Range>>(f));
+      for (auto&& f : callables) spawn(std::forward<Ref>(f));
       return;
     }
-    batch_builder<spawn_batch_job<F>> batch{*this};
-    batch.add_all(std::forward<Range>(callables));
-    batch.publish();
+    if constexpr (std::ranges::sized_range<Range>) {
+      const auto n = static_cast<std::size_t>(std::ranges::size(callables));
+      if (n >= batch_block_min) {
+        using block = batch_block<F>;
+        typename block::unsent batch{block::make(std::forward<Range>(callables), n)};
+        if (batch.b->size != 0) post_batch<F>(batch);
+        return;
+      }
+    }
+    // A small batch, or a range that does not know its size (a filter
+    // view): a job per callable, all published at once.
+    batch_builder<spawn_batch_job<F>> jobs{*this};
+    jobs.add_all(std::forward<Range>(callables));
+    jobs.publish();
   }
 }
 

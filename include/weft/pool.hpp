@@ -444,6 +444,12 @@ class pool {
 
   /// Batches (weft/batch.hpp): spawn(f) / submit(f) for every callable of a
   /// range, published to the workers at once with one wake-up.
+  /// spawn_all of a range that knows its size, of 32 callables or more,
+  /// makes them into one array (copies of a container's, say) and queues
+  /// one job for them all, which hands half of what is left to an idle
+  /// worker, over and over (docs/continuations.md, "Batches"); each
+  /// callable still counts as one job for pause(), purge(), stats() and
+  /// the error path. Other batches get a job per callable.
   template <class Range>
   void spawn_all(Range&& callables);
   /// submit() of every callable of the range: a std::vector of their
@@ -472,13 +478,39 @@ class pool {
  private:
   friend struct detail::continuation_access;
   friend class job;  // runs or drops a job handed to an overflow callable
-  // Batches (weft/batch.hpp): the builder and the two kinds of jobs.
+  // Batches (weft/batch.hpp): submit_all's builder and its jobs.
   template <class Job>
   struct batch_builder;
   template <class F>
   struct spawn_batch_job;
   template <class F>
   struct submit_batch_job;
+  // spawn_all's callables live in one block, for a range that knows its
+  // size and has at least batch_block_min of them; jobs of one layout, each
+  // a span of them, run them and split when a worker is idle. Below that, a
+  // block's allocation and splits cost more than they save: batches of 10
+  // were 1.22-1.27x slower that way (batches/1000000_by_10/spawn_all), those
+  // of 16 to 128 1.4-2.6x faster (a test program, 1,000,000 empty jobs).
+  static constexpr std::size_t batch_block_min = 32;
+  struct batch_block_base;
+  template <class F>
+  struct batch_block;
+  struct batch_span;
+  template <class F>
+  struct batch_piece;
+  // A piece for [lo, hi) of b, made and counted by self, not yet queued
+  // (nullptr when there is no memory for it).
+  template <class F>
+  detail::heap_job* make_piece(detail::worker& self, batch_block<F>& b, std::size_t lo,
+                               std::size_t hi) noexcept;
+  // Queues the first piece of a whole batch; the batch is the piece's once
+  // it returns.
+  template <class F>
+  void post_batch(typename batch_block<F>::unsent& batch);
+  // Advances the purge_clock and last_purge_ as purge() begins.
+  void begin_purge();
+  // How many callables a queued job stands for: a batch piece's span, else 1.
+  static std::size_t callables_in(detail::job* j) noexcept;
 
   friend class task_group;
   friend struct detail::join_access;
@@ -1341,6 +1373,29 @@ class pool {
 /// options, destroyed at exit.
 pool& default_pool();
 
+// The shared part of a spawn_all batch's block (weft/batch.hpp).
+struct pool::batch_block_base {
+  // job::flags of every piece: cancellable and the batch's purge stamp
+  // (pool::cancellable_flags(), read once for the batch), or 0 for callables
+  // that purge may not drop; and job_flags::batch.
+  std::uint32_t flags = 0;
+  // Pieces made and not yet finished; the last to finish frees the block.
+  std::atomic<std::size_t> pieces{1};
+};
+
+// The callable of a batch piece, whatever the batch's callable type: it
+// stands for the batch's callables [lo, hi).
+struct pool::batch_span {
+  pool* owner;
+  batch_block_base* block;
+  std::size_t lo;
+  std::size_t hi;
+  // The index of the worker that made the piece, or no_maker: a piece that
+  // runs on another thread was stolen, and splits at once (weft/batch.hpp).
+  std::uint32_t maker;
+  static constexpr std::uint32_t no_maker = ~std::uint32_t{0};
+};
+
 // ---------------------------------------------------------------------------
 
 template <class F>
@@ -1383,7 +1438,11 @@ void pool::fill_posted(detail::heap_job* j, Args&&... args) {
     throw;
   }
   j->run = &run_posted<C>;
-  if constexpr (C::cancellable) j->flags = cancellable_flags();
+  if constexpr (requires(C & c) { c.job_flags(); }) {
+    j->flags = detail::callable_of<C>(j)->job_flags();  // a kind that says (a batch's piece)
+  } else if constexpr (C::cancellable) {
+    j->flags = cancellable_flags();
+  }
 }
 
 template <class C, class... Args>

@@ -1,5 +1,5 @@
 // Pool control under load (docs/control.md): outside submitters of every
-// kind (spawn, submit, priorities, spawn_on, task groups, graph runs) race
+// kind (spawn, submit, priorities, spawn_on, spawn_all, task groups, graph runs) race
 // with a thread that pauses, resumes and purges at random times, on bounded
 // and unbounded pools. Every job either runs exactly once or is dropped and
 // says so; nothing hangs, and every worker-bound job runs on its worker.
@@ -9,7 +9,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <random>
+#include <ranges>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,7 +85,7 @@ TEST_P(control_stress, every_job_runs_once_or_is_dropped) {
       auto b = g.emplace([&] { graph_tasks.fetch_add(1); });
       a.precede(b);
       for (std::size_t i = 0; i < per_sender; ++i) {
-        switch (rng() % 6) {
+        switch (rng() % 7) {
           case 0:
             pool.spawn([&] { ran.fetch_add(1); });
             spawned.fetch_add(1);
@@ -128,6 +130,25 @@ TEST_P(control_stress, every_job_runs_once_or_is_dropped) {
             }
             ran.fetch_add(in_group.load());
             group_dropped.fetch_add(4 - in_group.load());
+            break;
+          }
+          case 5: {
+            // A batch: one job for all of it, unless the pool is bounded;
+            // each callable runs once or is dropped and counted, however
+            // the pauses and purges cut its pieces. Its first callable
+            // spawns a batch of 3 from the job.
+            const std::size_t k = 1 + rng() % 64;
+            spawned.fetch_add(k);
+            pool.spawn_all(std::views::iota(std::size_t{0}, k) |
+                           std::views::transform([&](std::size_t j) {
+                             return [&, j] {
+                               ran.fetch_add(1);
+                               if (j != 0) return;
+                               spawned.fetch_add(3);
+                               pool.spawn_all(std::vector<std::function<void()>>(
+                                   3, [&] { ran.fetch_add(1); }));
+                             };
+                           }));
             break;
           }
           default:

@@ -608,10 +608,8 @@ TEST(pool_lanes, a_long_backlog_taken_in_batches_runs_every_job_once) {
     std::vector<std::atomic<int>> ran(n);
     for (int round = 0; round < 3; ++round) {
       pool.pause();
-      std::vector<std::function<void()>> batch;
-      batch.reserve(n);
-      for (std::size_t i = 0; i < n; ++i) batch.emplace_back([&ran, i] { ran[i].fetch_add(1); });
-      pool.spawn_all(batch);
+      // One by one: spawn_all would queue one job for all of them.
+      for (std::size_t i = 0; i < n; ++i) pool.spawn([&ran, i] { ran[i].fetch_add(1); });
       pool.resume();
       pool.wait();
     }

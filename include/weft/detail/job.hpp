@@ -69,6 +69,10 @@ inline constexpr std::uint32_t unstamped = 16;
 // cancellable, so it has no purge stamp), and the thief that sets
 // `finished` unparks that worker.
 inline constexpr std::uint32_t joiner_parked = 32;
+// A piece of a pool::spawn_all batch (weft/batch.hpp): its callable is a
+// pool::batch_span, and it stands for that many of the batch's callables
+// (purge() counts them, not the piece).
+inline constexpr std::uint32_t batch = 64;
 // The bits from purge_stamp_shift up: purge_clock when the job was made,
 // modulo 2^24 (pool::cancellable_flags()). A worker that took a cancellable
 // job just as its pool was paused drops it, instead of putting it back, if
