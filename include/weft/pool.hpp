@@ -478,7 +478,8 @@ class pool {
  private:
   friend struct detail::continuation_access;
   friend class job;  // runs or drops a job handed to an overflow callable
-  // Batches (weft/batch.hpp): submit_all's builder and its jobs.
+  // Batches (weft/batch.hpp): the builder of a job per callable (submit_all,
+  // and spawn_all below batch_block_min) and its two kinds of jobs.
   template <class Job>
   struct batch_builder;
   template <class F>
@@ -490,7 +491,7 @@ class pool {
   // a span of them, run them and split when a worker is idle. Below that, a
   // block's allocation and splits cost more than they save: batches of 10
   // were 1.22-1.27x slower that way (batches/1000000_by_10/spawn_all), those
-  // of 16 to 128 1.4-2.6x faster (a test program, 1,000,000 empty jobs).
+  // of 16 to 128 1.4-2.5x faster (a test program, 1,000,000 empty jobs).
   static constexpr std::size_t batch_block_min = 32;
   struct batch_block_base;
   template <class F>

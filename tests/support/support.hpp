@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 #include <weft/detail/fault.hpp>
+#include <weft/detail/scheduler.hpp>
 #include <weft/pool.hpp>
 
 namespace weft::test {
@@ -45,6 +46,20 @@ inline std::string workers_name(std::size_t n) { return "workers_" + std::to_str
 inline bool wait_for(const std::atomic<bool>& flag) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
   while (!flag.load()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Waits, yielding, until a worker of `p` other than the caller is searching
+// for work or asleep (the hint a worker's spawn reads to decide whether to
+// publish it at once: docs/deque.md, "Idle workers"), for at most 10 s;
+// false if none ever was. A fixed sleep is not enough on a loaded machine:
+// a worker preempted between two jobs counts as busy.
+inline bool wait_for_an_idle_worker(const weft::pool& p) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (!weft::detail::scheduler::someone_idle(p)) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::yield();
   }

@@ -143,8 +143,9 @@ TEST_P(batch_test, a_purge_drops_the_rest_of_a_running_batch) {
   if (workers() <= 1) {
     EXPECT_EQ(ran.load(), 11);  // one thread runs them in order
   }
-  EXPECT_GT(ran.load(), 10);
-  EXPECT_LT(ran.load(), n);
+  // On more workers the pieces run in any order: the ones before index 10
+  // may be dropped too, and the ones after it may all have run already.
+  // Either way each callable ran once or was counted dropped.
   EXPECT_EQ(static_cast<std::size_t>(ran.load()) + pool.stats().cancelled, std::size_t{n});
   // A batch made after the purge runs whole.
   pool.spawn_all(std::vector<std::function<void()>>(20, [&ran] { ran.fetch_add(1); }));

@@ -240,7 +240,7 @@ TEST_P(group_test, a_worker_waiting_for_a_long_job_elsewhere_wakes_when_it_ends)
     const auto late = pool.submit([&] {
                             // Let the other workers go idle, so that they
                             // are offered the spawn at once.
-                            std::this_thread::sleep_for(20ms);
+                            EXPECT_TRUE(weft::test::wait_for_an_idle_worker(pool));
                             weft::task_group g{pool};
                             std::atomic<bool> started{false};
                             clock::time_point ended;
@@ -329,7 +329,7 @@ TEST(group_home, jobs_spawned_while_workers_are_idle_are_theirs_at_once) {
   // spawns two jobs into a group, and before its wait() it needs both to
   // be running. With idle workers about, the spawns must be public at once,
   // not kept in the private part until the wait (docs/deque.md, "Idle
-  // workers"). The spawner first gives the other workers time to go idle
+  // workers"). The spawner first waits for another worker to be idle
   // (searching or asleep): a worker still between two jobs does not count
   // as idle, and a spawn then stays private.
   weft::pool pool{{.threads = 3}};
@@ -339,6 +339,7 @@ TEST(group_home, jobs_spawned_while_workers_are_idle_are_theirs_at_once) {
     std::atomic<bool> release{false};
     const bool both = pool.submit([&] {
                             std::this_thread::sleep_for(20ms);
+                            EXPECT_TRUE(weft::test::wait_for_an_idle_worker(pool));
                             weft::task_group g{pool};
                             for (int i = 0; i < 2; ++i) {
                               g.spawn([&] {
