@@ -328,9 +328,8 @@ detail::heap_job* pool::make_piece(detail::worker& self, batch_block<F>& b, std:
     return nullptr;
   }
   j->epoch = count_own_spawn(self);
-  detail::construct_callable<piece>(j, this, &b, lo, hi, static_cast<std::uint32_t>(self.index));
-  j->run = &run_posted<piece>;
-  j->flags = b.flags;  // as fill_posted() sets them
+  // Cannot throw: a piece's constructor is noexcept.
+  fill_posted<piece>(j, this, &b, lo, hi, static_cast<std::uint32_t>(self.index));
   // Relaxed: the caller's own piece keeps the block alive; the new piece
   // reaches other threads through a queue, which publishes it.
   b.pieces.fetch_add(1, std::memory_order_relaxed);
