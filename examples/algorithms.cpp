@@ -1,7 +1,9 @@
 // Parallel loops and reductions on a pool (weft/algorithm.hpp): a parallel
 // sum, a string concatenation that keeps its order, map's results in input
-// order, and the first exception of a loop reaching the caller. Exits
-// non-zero if any result differs from the sequential one.
+// order, the first exception of a loop reaching the caller, and the caller
+// running a loop's elements itself. Exits non-zero if any result differs
+// from the sequential one.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -56,6 +58,20 @@ int main() {
     const std::string what = e.what();
     ok = ok && (what == "bad element 777" || what == "bad element 90000");
   }
+
+  // Called from this thread, which is no worker, a loop runs on the caller
+  // too, in a worker's place (its elements see the helper slot's index,
+  // max_size()), while one worker fewer is woken: on 2 workers, the caller
+  // and one worker share it.
+  std::vector<std::atomic<int>> by_index(pool.slots());
+  weft::for_each_index(pool, 0, 10'000, [&](int) {
+    by_index[weft::this_worker::index().value_or(0)].fetch_add(1, std::memory_order_relaxed);
+  });
+  int total = 0;
+  for (const auto& c : by_index) total += c.load();
+  const int on_caller = by_index[pool.max_size()].load();
+  std::printf("elements run by the caller: %d of %d\n", on_caller, total);
+  ok = ok && total == 10'000 && on_caller > 0;
 
   std::puts(ok ? "all results match" : "MISMATCH");
   return ok ? 0 : 1;

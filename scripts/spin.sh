@@ -128,6 +128,9 @@ check sleep-W2-P1-N3-spurious sleep safety pass  -DW=2 -DP=1 -DN=3 -DSPURIOUS
 check sleep-BUG               sleep safety bug   -DW=2 -DP=1 -DN=2 -DBUG
 check sleep-BUG_NOTIFY        sleep safety bug   -DW=2 -DP=1 -DN=2 -DBUG_NOTIFY
 check sleep-BUG_SEARCHER      sleep safety bug   -DW=2 -DP=1 -DN=2 -DBUG_SEARCHER
+check sleep-W2-P1-N2-guest    sleep safety pass  -DW=2 -DP=1 -DN=2 -DGUEST
+check sleep-W1-P1-N2-guest-spurious sleep safety pass -DW=1 -DP=1 -DN=2 -DGUEST -DSPURIOUS
+check sleep-BUG_GUEST         sleep safety bug   -DW=2 -DP=1 -DN=2 -DGUEST -DBUG_GUEST
 
 # Idle detection (verify/idle.pml, docs/waiting.md).
 # Without epochs: one count pair per cache, double collect (the destructor's

@@ -677,6 +677,41 @@ void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block,
   wait_on(done, block, nap);
 }
 
+pool::stand_in_scope::stand_in_scope(pool& p) : p_(p) {
+  const detail::context& ctx = detail::tls;
+  if (p.sequential() || p.size() < 2 || ctx.owner != nullptr || ctx.helping != nullptr ||
+      p.paused()) {
+    return;
+  }
+  helper_.emplace(p);
+  if (!helper_->held()) {
+    helper_.reset();
+    return;
+  }
+  try {
+    ticket_ = p.count_spawn();  // throws pool_closed once the destructor has begun
+  } catch (...) {
+    helper_.reset();
+    throw;
+  }
+  p.sleep_.enter_guest();
+  detail::tls.standing_in = &p;
+  held_ = true;
+}
+
+pool::stand_in_scope::~stand_in_scope() {
+  if (!held_) return;
+  detail::tls.standing_in = nullptr;
+  // A producer that saw the guest did not wake a sleeper for its job: the
+  // seq_cst loads of this re-check pair with its push, as leave_guest()'s
+  // RMW pairs with its load of the state (detail/sleep.hpp).
+  p_.sleep_.leave_guest();
+  if (!p_.all_queues_empty()) p_.sleep_.new_work();
+  helper_.reset();
+  p_.count_finished(*ticket_.cache, ticket_.epoch, 1);
+  p_.end_submission(ticket_);  // last: the pool may be destroyed from here on
+}
+
 void pool::await(const detail::latch& l) {
   auto is_set = [&l] { return l.is_set(); };
   // block() installs our parker in the latch; it does not change its value.
@@ -873,6 +908,14 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
     throw usage_error("weft::pool::wait() was called from a job of pool '" + name_ +
                       "' and would wait for itself; wait on a future or a task_group there, "
                       "or use wait_until()");
+  }
+  if (detail::tls.standing_in == this) {
+    throw usage_error(
+        "weft::pool::wait() was called from an element function of a parallel "
+        "algorithm whose caller runs it in a worker's place on pool '" +
+        name_ +
+        "', and would wait for that loop itself; wait on a future or a "
+        "task_group there, or use wait_until()");
   }
   // Jobs submitted from now on belong to a later epoch than target; the
   // ones submitted so far, and everything they spawn, to target or earlier.

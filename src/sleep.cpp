@@ -46,7 +46,7 @@ bool sleep_controller::park(bool (*own)(const void*) noexcept, const void* ctx) 
 }
 
 void sleep_controller::wake_one(std::uint64_t s) noexcept {
-  while (searchers(s) == 0 && sleepers(s) > tokens(s)) {
+  while (wants_a_worker(s)) {
     // Release pairs with the acquire CAS in park().
     if (state_.compare_exchange_weak(s, s + one_token, std::memory_order_release,
                                      std::memory_order_relaxed)) {

@@ -43,6 +43,15 @@
  *   (c) tokens <= sleepers in every state (monitor);
  *   and after stop() every worker leaves and the state word is back to 0.
  *
+ * -DGUEST adds a thread that is not a worker and stands in for one
+ * (pool::stand_in_scope: a parallel algorithm's outside caller): while it is
+ * in, producers wake a sleeper only if sleepers > tokens + guests, and a
+ * worker may search only while searchers + guests < its limit; the guest
+ * takes jobs or not, as it likes, and on leaving clears its bit (seq_cst)
+ * and re-checks the queues, calling new_work() if one has a job. (a') is
+ * then asked only while no guest is in or leaving: a job queued meanwhile
+ * may wait for a busy worker or the guest, by design; (a) still holds.
+ *
  * Variants, each of which SPIN must reject:
  *   -DBUG          the producer loads the state word before making its job
  *                  visible (the Dekker pair is broken): lost wake-up;
@@ -51,6 +60,8 @@
  *                  its cv wait;
  *   -DBUG_SEARCHER stop_searching()'s last searcher does not re-check the
  *                  queues: a job pushed while it searched waits for it (a').
+ *   -DBUG_GUEST    the guest leaves without re-checking the queues: a job a
+ *                  producer pushed while it was in waits for good.
  * -DSPURIOUS lets the condition variable also wake a waiter spuriously.
  */
 
@@ -72,6 +83,7 @@
 byte searchers = 0;
 byte sleepers = 0;
 byte tokens = 0;
+byte guests = 0;       /* the top bit: a guest stands in (pool::stand_in_scope) */
 
 /* sleep_controller::mutex_, cv_, stopping_ */
 byte mtx = FREE;
@@ -85,9 +97,11 @@ byte q[2];
 byte ran = 0;            /* jobs a worker has run */
 byte producers_done = 0;
 byte exited = 0;         /* workers that returned from worker_main() */
-bool busy[3];            /* busy[i]: worker i holds a job it has not finished */
+bool busy[4];            /* busy[i]: worker i (3: the guest) holds a job it has not finished */
 byte in_push = 0;        /* threads between making work visible (or taking it
-                            while searching) and the end of their new_work() */
+                            while searching, or leaving as the guest) and the
+                            end of their new_work() */
+byte guest_state = 0;    /* 0: not yet in, 1: in, 2: leaving, 3: gone */
 
 #define NWAITING  (waiting[0] + waiting[1] + waiting[2])
 #define NBUSY     (busy[0] + busy[1] + busy[2])
@@ -124,7 +138,7 @@ inline notify_all() {
 inline wake_one_cas() {
   atomic {
     if
-    :: searchers == 0 && sleepers > tokens -> tokens++; nw_granted = true
+    :: searchers == 0 && sleepers > tokens + guests -> tokens++; nw_granted = true
     :: else -> skip
     fi
   }
@@ -145,7 +159,7 @@ inline wake_one_notify() {
 /* sleep_controller::new_work(), then wake_one(). */
 inline new_work() {
   atomic {                                   /* state_.load(seq_cst) */
-    nw_wake = (searchers == 0 && sleepers > tokens)
+    nw_wake = (searchers == 0 && sleepers > tokens + guests)
   }
   if
   :: nw_wake -> nw_wake = false; wake_one_cas(); wake_one_notify()
@@ -192,10 +206,10 @@ main_loop:                                   /* pool::worker_main() */
 try_start_searching:
   atomic {                                   /* CAS: searchers + 1 unless >= limit */
     if
-    :: searchers < LIMIT -> searchers++; searching = true
-    :: searchers >= LIMIT && searchers < W ->  /* after a fork-join: limit W */
+    :: searchers + guests < LIMIT -> searchers++; searching = true
+    :: searchers + guests >= LIMIT && searchers + guests < W ->  /* after a fork-join: limit W */
        searchers++; searching = true
-    :: searchers >= LIMIT -> searching = false
+    :: searchers + guests >= LIMIT -> searching = false
     fi
   }
 idle_loop:
@@ -319,11 +333,39 @@ push:
   producers_done++
 }
 
+/* A thread standing in for a worker (pool::stand_in_scope): it enters, may
+ * take any of the queued jobs while it is in, and leaves. */
+proctype guest() {
+  bool got = false;
+  bool qempty = false;
+  bool nw_wake = false;
+  bool nw_granted = false;
+  byte me = 3;                               /* busy[3]; the workers are 0 to 2 */
+  atomic { guests = 1; guest_state = 1 };    /* enter_guest(): fetch_add, seq_cst */
+  do
+  :: atomic { QUEUED > 0 -> take(got) };     /* a job run in a worker's place */
+     atomic { got = false; busy[me] = false; ran++ }
+  :: break
+  od;
+  atomic { guests = 0; guest_state = 2; in_push++ };   /* leave_guest(): fetch_sub, seq_cst */
+#ifndef BUG_GUEST
+  all_queues_empty(qempty);
+  if
+  :: !qempty -> new_work()
+  :: else -> skip
+  fi;
+#endif
+  atomic { guest_state = 3; in_push-- }
+}
+
 /* The pool's destructor: runs once every other thread's calls into the pool
  * have returned (the producers are done), waits until every job has run
  * (quiescent()), then stop(), then joins the workers. */
 proctype stopper() {
   (producers_done == P && ran == TOTAL);
+#ifdef GUEST
+  (guest_state == 3);                        /* the guest's call has returned */
+#endif
 stop:
   lock();
   stopping = true;
@@ -334,9 +376,15 @@ stop:
 }
 
 /* Invariants (c), (a) and (a'); blocked for good unless one is violated. */
-#define LOST_WAKEUP     (producers_done == P && NWAITING == W && QUEUED > 0)
-#define STRANDED_TOKEN  (producers_done == P && NWAITING == W && tokens > 0)
-#define JOB_WAITS       (QUEUED > 0 && in_push == 0 && NWAITING > 0 && NWAITING + NBUSY == W)
+#ifdef GUEST
+#define GUEST_GONE      (guest_state == 3)
+#else
+#define GUEST_GONE      true
+#endif
+#define LOST_WAKEUP     (producers_done == P && GUEST_GONE && NWAITING == W && QUEUED > 0)
+#define STRANDED_TOKEN  (producers_done == P && GUEST_GONE && NWAITING == W && tokens > 0)
+#define JOB_WAITS       (QUEUED > 0 && in_push == 0 && guests == 0 && NWAITING > 0 && \
+                         NWAITING + NBUSY == W)
 
 proctype monitor() {
   bool too_many_tokens, lost_wakeup, stranded_token, job_waits;
@@ -370,6 +418,9 @@ init {
     :: else -> break
     od;
     run stopper();
+#ifdef GUEST
+    run guest();
+#endif
     i = 0
   }
 }

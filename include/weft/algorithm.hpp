@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "detail/scheduler.hpp"
 #include "errors.hpp"
 #include "join.hpp"
 #include "pool.hpp"
@@ -190,9 +191,9 @@ std::optional<T> divide(loop_state& s, std::size_t lo, std::size_t hi, splitter 
 }
 
 // Runs the whole loop over [0, n) on p: directly when this thread already
-// runs algorithm code of p (nested calls), else as one job of p that the
-// caller waits for (future::get helps on a worker, and runs it in
-// sequential mode).
+// runs algorithm code of p (nested calls) or can stand in for one of p's
+// workers (an outside caller), else as one job of p that the caller waits
+// for (future::get helps on a worker, and runs it in sequential mode).
 template <class T, class Leaf, class Combine>
 T run(pool& p, std::size_t n, std::size_t grain, Leaf& leaf, Combine& combine) {
   loop_state s{p, n, grain};
@@ -203,6 +204,12 @@ T run(pool& p, std::size_t n, std::size_t grain, Leaf& leaf, Combine& combine) {
     return std::move(*r);
   };
   if (running_in == &p && this_worker::index().has_value()) return root();
+  // An outside caller runs the loop itself, in a worker's place, instead of
+  // waiting for a worker to ("Where it runs" in docs/algorithms.md).
+  if (!this_worker::index().has_value()) {
+    const detail::scheduler::stand_in guest{p};
+    if (guest.held()) return root();
+  }
   return p.submit(root).get();
 }
 
@@ -268,10 +275,15 @@ T transform_reduce_impl(pool& p, It first, It last, T init, Op& op, Tf& tf, grai
 
 }  // namespace detail::algo
 
-// All algorithms below run on `pool`: called from outside it they run as one
-// job of the pool and the caller waits (helping on a worker, running the
-// jobs in sequential mode); called from inside one of their own element
-// functions on the same pool they fork at once. Element functions may run
+// All algorithms below run on `pool`. Called from a thread that is no
+// worker, on a pool of two workers or more, the caller runs the loop itself
+// in a worker's place (its elements see this_worker::index() == max_size(),
+// the helper slot) while one worker fewer is woken; called from a worker of
+// any pool, or when the pool is sequential, has one worker, is paused or
+// its helper slot is taken, they run as one job of the pool and the caller
+// waits (helping on a worker, running the jobs in sequential mode); called
+// from inside one of their own element functions on the same pool they fork
+// at once (docs/algorithms.md, "Where it runs"). Element functions may run
 // concurrently on several threads and must be safe to call so. The first
 // exception an element function (or op) throws stops the loop: pieces not
 // yet started are skipped, and once every started piece has finished the

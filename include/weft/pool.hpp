@@ -149,7 +149,9 @@ struct pool_options {
   /// only waiting for a worker to wake (docs/waiting.md, "Outside waits").
   /// One such thread at a time (the pool's helper slot); its jobs see
   /// this_worker::index() == max_size(). Off by default: then only
-  /// pool::wait_until runs jobs on a thread that is not a worker.
+  /// pool::wait_until, and an outside caller of a parallel algorithm (who
+  /// runs the loop in a worker's place, docs/algorithms.md), run jobs on a
+  /// thread that is not a worker.
   bool waiters_help = false;
   /// Records what every worker does into a per-thread ring in memory and
   /// writes it to this file, as Chrome trace event JSON that Perfetto and
@@ -376,8 +378,10 @@ class pool {
   /// Returns when every job submitted before the call, and every job those
   /// spawned, has finished (jobs submitted meanwhile by other threads do not
   /// hold it up; docs/waiting.md); then rethrows the oldest exception a
-  /// detached job left, if any. Throws usage_error when called from one of this pool's own jobs (it
-  /// would wait for itself): wait on a future or a task_group there instead.
+  /// detached job left, if any. Throws usage_error when called from one of
+  /// this pool's own jobs, or from an element function of a parallel
+  /// algorithm on this pool (it would wait for itself): wait on a future or
+  /// a task_group there instead.
   void wait();
 
   /// wait() for at most `timeout`: true if the pool became idle (then, as
@@ -1072,6 +1076,24 @@ class pool {
   [[gnu::noinline]] void help_until_called(Done& done, Nap& nap) {
     help_loop<false>(done, nullptr, nap);
   }
+  // The wait of a thread standing in for a worker (stand_in_scope): as a
+  // worker's join, it runs the pool's jobs, yields while there are none for
+  // as long as an idle worker would search (the halves of a parallel loop
+  // end within microseconds of each other, and a parked thread costs a
+  // futex wake-up on the loop's critical path), then naps until done() can
+  // hold. Not inlined: outside waits other than this one stay as they were.
+  template <class Done, class Nap>
+  [[gnu::noinline]] void help_standing_in(Done& done, Nap& nap) {
+    const auto began = std::chrono::steady_clock::now();
+    auto yield_then_nap = [&nap, began](std::chrono::microseconds d) {
+      if (std::chrono::steady_clock::now() - began < detail::idle_spin_time) {
+        std::this_thread::yield();
+      } else {
+        nap(d);
+      }
+    };
+    help_loop<false>(done, nullptr, yield_then_nap);
+  }
   // A worker's wait for jobs it pushed itself (a task_group on the worker
   // that made it): runs what is on top of its own deque until done() holds,
   // without the search of help_until(); false when it stopped first (the
@@ -1188,6 +1210,32 @@ class pool {
     detail::context& ctx_;
     const detail::context saved_;
     pool* pool_ = nullptr;  // set when this scope took the slot
+    bool held_ = false;
+  };
+  // An outside thread that runs work of this pool as if it were one of its
+  // workers, for its lifetime, if it could (held()): a parallel algorithm's
+  // caller runs the loop itself instead of waiting for a worker to, as
+  // oneTBB's and OpenMP's callers do (docs/algorithms.md, "Where it runs").
+  // It holds the helper slot (its code sees this_worker::index() ==
+  // max_size(), and its forks become jobs of this pool), counts as one job
+  // (so wait() and the destructor wait for it), and is the sleep
+  // controller's guest: one worker fewer searches or is woken meanwhile, so
+  // the threads that run the pool's work stay as many as its workers. Its
+  // waits run the pool's jobs as a worker's do. Not held on a sequential or
+  // paused pool, one of fewer than two workers, on a thread that works for
+  // or helps any pool, or when another thread holds the helper slot.
+  class stand_in_scope {
+   public:
+    explicit stand_in_scope(pool& p);
+    ~stand_in_scope();
+    stand_in_scope(const stand_in_scope&) = delete;
+    stand_in_scope& operator=(const stand_in_scope&) = delete;
+    [[nodiscard]] bool held() const noexcept { return held_; }
+
+   private:
+    pool& p_;
+    std::optional<helper_scope> helper_;
+    ticket ticket_{};
     bool held_ = false;
   };
   void await(const detail::latch& l);
@@ -1685,6 +1733,8 @@ void pool::wait_on(Done& done, Block&& block, Nap&& nap) {
     help_until(done, nap);
   } else if (own != nullptr && !own->sequential()) {
     own->help_until(done, nap);
+  } else if (detail::tls.standing_in == this) [[unlikely]] {
+    help_standing_in(done, nap);
   } else {
     // Only the lane this thread already has: binding one allocates, and a
     // thread that never submitted here has no jobs of its own to run.

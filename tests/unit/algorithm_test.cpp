@@ -382,10 +382,11 @@ class hold_all_but {
 };
 
 TEST_P(algorithm_test, a_caller_that_runs_the_loop_itself_forks_on_the_same_pool) {
-  // With waiters_help, a caller whose pool's workers are all busy runs the
-  // loop's job itself. Its forks must stay in that pool (weft::join from a
-  // thread that is no worker would use default_pool()): here, every element
-  // then runs on the caller.
+  // A caller whose pool's workers are all busy runs the loop itself: in a
+  // worker's place (two workers or more), or, with waiters_help, as the
+  // helper that runs the loop's job. Its forks must stay in that pool
+  // (weft::join from a thread that is no worker would use default_pool()):
+  // here, every element then runs on the caller.
   if (sequential()) GTEST_SKIP() << "needs workers to hold";
   weft::pool pool{{.threads = GetParam(), .waiters_help = true}};
   const std::thread::id caller = std::this_thread::get_id();
@@ -413,6 +414,78 @@ TEST_P(algorithm_test, a_caller_that_runs_the_loop_itself_forks_on_the_same_pool
   EXPECT_EQ(caught, "10");
 }
 
+// Waits (at most 10 s) until every worker of `pool` has parked at least once,
+// so that, with nothing submitted since, each is asleep.
+bool wait_until_every_worker_parked(const weft::pool& pool) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto all_parked = [&] {
+    const weft::pool_stats s = pool.stats();
+    return std::all_of(s.per_worker.begin(), s.per_worker.end(),
+                       [](const weft::worker_stats& w) { return w.parks > 0; });
+  };
+  while (!all_parked()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+TEST_P(algorithm_test, an_outside_caller_runs_the_loop_in_a_workers_place) {
+  // The caller runs elements itself, and while it does one worker fewer is
+  // woken: the loop runs on at most size() threads, the caller among them
+  // (a worker of pools of one runs the whole loop: no place to take).
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  ASSERT_TRUE(wait_until_every_worker_parked(pool));
+  std::mutex m;
+  std::set<std::thread::id> threads;
+  std::set<std::size_t> indices;
+  weft::for_each_index(pool, 0, 64, [&](int) {
+    spin_for(200us);
+    const std::lock_guard lock{m};
+    threads.insert(std::this_thread::get_id());
+    indices.insert(weft::this_worker::index().value_or(99));
+  });
+  EXPECT_TRUE(threads.contains(std::this_thread::get_id()));
+  EXPECT_TRUE(indices.contains(pool.max_size())) << "the caller holds the helper slot";
+  EXPECT_LE(threads.size(), pool.size());
+}
+
+TEST_P(algorithm_test, a_job_queued_while_the_caller_stands_in_runs_after_it_leaves) {
+  // Worker 0 is held and the others sleep; a job spawned from the caller's
+  // loop wakes nobody while the caller stands in for a worker. When the
+  // loop returns, the caller must wake a worker for it.
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  weft::pool pool{options()};
+  ASSERT_TRUE(wait_until_every_worker_parked(pool));
+  std::set<std::size_t> free;
+  for (std::size_t i = 1; i < pool.size(); ++i) free.insert(i);
+  const hold_all_but held{pool, free};  // wakes worker 0 alone (its mailbox)
+  std::atomic<bool> ran{false};
+  weft::for_each_index(pool, 0, 1, [&](int) { pool.spawn([&] { ran = true; }); });
+  EXPECT_TRUE(weft::test::wait_for(ran));
+}
+
+TEST_P(algorithm_test, pool_wait_from_an_element_function_is_a_usage_error) {
+  // The loop is a job of the pool (a worker runs the root), or the caller
+  // runs it in a worker's place and counts as one: either way pool.wait()
+  // from an element would wait for the loop itself.
+  if (sequential()) GTEST_SKIP() << "sequential mode runs waits' jobs on the caller";
+  weft::pool pool{options()};
+  std::atomic<int> refused{0};
+  weft::for_each_index(
+      pool, 0, 4,
+      [&](int) {
+        try {
+          pool.wait();
+        } catch (const weft::usage_error&) {
+          refused.fetch_add(1);
+        }
+      },
+      weft::grain{4});
+  EXPECT_EQ(refused.load(), 4);
+}
+
 TEST_P(algorithm_test, a_worker_keeps_the_half_on_its_side_of_a_static_partition) {
   // Every call of a loop hands each worker the same part of the range, as a
   // static schedule would, whichever worker runs the root piece: the last
@@ -422,6 +495,8 @@ TEST_P(algorithm_test, a_worker_keeps_the_half_on_its_side_of_a_static_partition
   // the rule the root's worker always ran the left half first, and a worker
   // found other elements in its caches from call to call
   // (parallel_loops/balanced_1e7).
+  // Called from a job, so that a worker runs the root piece (an outside
+  // caller would run it itself, in the free worker's place).
   if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
   weft::pool pool{options()};
   const std::size_t n = 1000;
@@ -429,13 +504,16 @@ TEST_P(algorithm_test, a_worker_keeps_the_half_on_its_side_of_a_static_partition
     const hold_all_but held{pool, {free_worker}};
     std::vector<std::size_t> order;
     std::set<std::size_t> threads;
-    weft::for_each_index(
-        pool, std::size_t{0}, n,
-        [&](std::size_t i) {
-          order.push_back(i);
-          threads.insert(weft::this_worker::index().value_or(99));
-        },
-        weft::grain{n / 2});
+    pool.submit([&] {
+          weft::for_each_index(
+              pool, std::size_t{0}, n,
+              [&](std::size_t i) {
+                order.push_back(i);
+                threads.insert(weft::this_worker::index().value_or(99));
+              },
+              weft::grain{n / 2});
+        })
+        .get();
     ASSERT_EQ(order.size(), n);
     EXPECT_EQ(threads, std::set<std::size_t>{free_worker});
     const std::size_t first = free_worker == 0 ? 0 : n / 2;
@@ -452,7 +530,7 @@ TEST_P(algorithm_test, the_lower_index_wins_when_the_right_half_runs_first) {
   // rest. Index 900 throws only once index 10 has, so both halves throw
   // whatever the timing, and the caller must get 10, also when the right
   // half ran on the forking worker (its exception then waits for the left
-  // half's).
+  // half's). Called from a job, so that a worker runs the root piece.
   if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
   weft::pool pool{options()};
   const int n = 1000;
@@ -462,22 +540,25 @@ TEST_P(algorithm_test, the_lower_index_wins_when_the_right_half_runs_first) {
     std::atomic<bool> left_threw{false};
     std::string caught;
     try {
-      weft::for_each_index(
-          pool, 0, n,
-          [&](int i) {
-            if (i == 10) {
-              left_threw = true;
-              throw std::runtime_error("10");
-            }
-            if (i == 900) {
-              const auto until = std::chrono::steady_clock::now() + 10s;
-              while (!left_threw.load() && std::chrono::steady_clock::now() < until) {
-                std::this_thread::yield();
-              }
-              throw std::runtime_error("900");
-            }
-          },
-          weft::grain{n / 2});
+      pool.submit([&] {
+            weft::for_each_index(
+                pool, 0, n,
+                [&](int i) {
+                  if (i == 10) {
+                    left_threw = true;
+                    throw std::runtime_error("10");
+                  }
+                  if (i == 900) {
+                    const auto until = std::chrono::steady_clock::now() + 10s;
+                    while (!left_threw.load() && std::chrono::steady_clock::now() < until) {
+                      std::this_thread::yield();
+                    }
+                    throw std::runtime_error("900");
+                  }
+                },
+                weft::grain{n / 2});
+          })
+          .get();
     } catch (const std::runtime_error& e) {
       caught = e.what();
     }

@@ -129,6 +129,8 @@ struct context {
   // any job, helping nobody) the worker's index (call_worker_hook()).
   pool* helping = nullptr;
   std::size_t helper_index = no_helper_index;
+  // The pool this thread stands in for a worker of (pool::stand_in_scope).
+  pool* standing_in = nullptr;
 };
 
 // Constant-initialised, so access needs no TLS guard call.

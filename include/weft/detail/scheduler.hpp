@@ -3,8 +3,9 @@
 // a unit of work in and out so that pool::wait() and the destructor see it,
 // reports errors, and waits the way the calling thread should; it reaches
 // nothing else of the pool. weft::flow is the first client, timers
-// (src/timer.cpp) the second; the older front ends (task_group, join, graph,
-// futures) are still friends of the pool.
+// (src/timer.cpp) the second, the parallel algorithms (stand_in) the third;
+// the older front ends (task_group, join, graph, futures) are still friends
+// of the pool.
 #pragma once
 
 #include <atomic>
@@ -108,6 +109,10 @@ struct scheduler {
   static void wait_for(pool& p, Done& done, Block&& block) {
     p.wait_on(done, std::forward<Block>(block));
   }
+  // For its lifetime, the calling thread stands in for one of p's workers
+  // if it can (held()): see pool::stand_in_scope.
+  using stand_in = pool::stand_in_scope;
+
   // Waits for a latch the way wait_for does.
   static void await(pool& p, const latch& l) { p.await(l); }
 };

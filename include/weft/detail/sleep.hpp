@@ -55,7 +55,8 @@ class sleep_controller {
   bool try_start_searching(std::uint64_t limit) noexcept {
     std::uint64_t s = state_.load(std::memory_order_relaxed);
     do {
-      if (searchers(s) >= limit) return false;
+      // A guest takes one of the places (enter_guest()).
+      if (searchers(s) + guests(s) >= limit) return false;
       // Relaxed: a producer that misses this searcher wakes a sleeper it
       // did not need to; nothing is lost.
     } while (!state_.compare_exchange_weak(s, s + one_searcher, std::memory_order_relaxed));
@@ -99,8 +100,19 @@ class sleep_controller {
   void new_work() noexcept {
     // seq_cst: see prepare().
     const std::uint64_t s = state_.load(std::memory_order_seq_cst);
-    if (searchers(s) == 0 && sleepers(s) > tokens(s)) wake_one(s);
+    if (wants_a_worker(s)) wake_one(s);
   }
+
+  // A thread that is not a worker stands in for one (pool::stand_in_scope):
+  // while it is in, one worker fewer searches or is woken, so that the
+  // threads running the pool's work stay as many as its workers. At most
+  // one guest at a time (the pool's helper slot). seq_cst, as prepare():
+  // leave_guest() and the guest's re-check of the queues that follows pair
+  // with a producer's push and load of the state in new_work(), so either
+  // the producer saw the guest gone (and woke a sleeper) or the guest sees
+  // the job (and calls new_work() itself).
+  void enter_guest() noexcept { state_.fetch_add(one_guest, std::memory_order_seq_cst); }
+  void leave_guest() noexcept { state_.fetch_sub(one_guest, std::memory_order_seq_cst); }
 
   // Any thread, after resuming a paused pool: grants every sleeper a token,
   // searchers or not. seq_cst, as in new_work().
@@ -147,7 +159,8 @@ class sleep_controller {
   }
 
  private:
-  // Three 21-bit counters in one word: sleepers, tokens, searchers.
+  // Three 21-bit counters in one word: sleepers, tokens, searchers; and the
+  // top bit, set while a guest stands in for a worker.
   static constexpr unsigned field_bits = 21;
   static constexpr std::uint64_t field_mask = (std::uint64_t{1} << field_bits) - 1;
   static constexpr std::uint64_t one_sleeper = 1;
@@ -157,6 +170,14 @@ class sleep_controller {
   static std::uint64_t tokens(std::uint64_t s) noexcept { return (s >> field_bits) & field_mask; }
   static std::uint64_t searchers(std::uint64_t s) noexcept {
     return (s >> (2 * field_bits)) & field_mask;
+  }
+  static constexpr std::uint64_t one_guest = std::uint64_t{1} << 63;
+  static std::uint64_t guests(std::uint64_t s) noexcept { return s >> 63; }
+  // Whether a job just made visible needs a sleeper woken: nobody searches
+  // (a searcher would find it), and a sleeper without a token is left once
+  // a guest has taken its place.
+  static bool wants_a_worker(std::uint64_t s) noexcept {
+    return searchers(s) == 0 && sleepers(s) > tokens(s) + guests(s);
   }
 
   void wake_one(std::uint64_t s) noexcept;
