@@ -678,9 +678,12 @@ void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block,
 }
 
 pool::stand_in_scope::stand_in_scope(pool& p) : p_(p) {
+  // Only a thread that is nobody to any pool: not a worker, not running a
+  // sequential pool's jobs, helping none, in no worker hook (all of which
+  // this_worker::index() reports).
   const detail::context& ctx = detail::tls;
-  if (p.sequential() || p.size() < 2 || ctx.owner != nullptr || ctx.helping != nullptr ||
-      p.paused()) {
+  if (ctx.owner != nullptr || ctx.helping != nullptr ||
+      ctx.helper_index != detail::no_helper_index || p.sequential() || p.size() < 2 || p.paused()) {
     return;
   }
   helper_.emplace(p);

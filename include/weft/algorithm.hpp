@@ -204,9 +204,9 @@ T run(pool& p, std::size_t n, std::size_t grain, Leaf& leaf, Combine& combine) {
     return std::move(*r);
   };
   if (running_in == &p && this_worker::index().has_value()) return root();
-  // An outside caller runs the loop itself, in a worker's place, instead of
-  // waiting for a worker to ("Where it runs" in docs/algorithms.md).
-  if (!this_worker::index().has_value()) {
+  {
+    // An outside caller runs the loop itself, in a worker's place, instead
+    // of waiting for a worker to ("Where it runs" in docs/algorithms.md).
     const detail::scheduler::stand_in guest{p};
     if (guest.held()) return root();
   }

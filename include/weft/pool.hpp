@@ -1223,7 +1223,8 @@ class pool {
   // the threads that run the pool's work stay as many as its workers. Its
   // waits run the pool's jobs as a worker's do. Not held on a sequential or
   // paused pool, one of fewer than two workers, on a thread that works for
-  // or helps any pool, or when another thread holds the helper slot.
+  // or helps any pool or runs a worker hook, or when another thread holds
+  // the helper slot.
   class stand_in_scope {
    public:
     explicit stand_in_scope(pool& p);
