@@ -697,6 +697,7 @@ pool::stand_in_scope::stand_in_scope(pool& p) : p_(p) {
     helper_.reset();
     throw;
   }
+  running_.emplace(&p, ticket_.epoch);
   p.sleep_.enter_guest();
   detail::tls.standing_in = &p;
   held_ = true;
@@ -705,6 +706,7 @@ pool::stand_in_scope::stand_in_scope(pool& p) : p_(p) {
 pool::stand_in_scope::~stand_in_scope() {
   if (!held_) return;
   detail::tls.standing_in = nullptr;
+  running_.reset();  // the innermost scope of this thread: unlinked first
   // A producer that saw the guest did not wake a sleeper for its job: the
   // seq_cst loads of this re-check pair with its push, as leave_guest()'s
   // RMW pairs with its load of the state (detail/sleep.hpp).

@@ -108,7 +108,7 @@ auto fork(pool& p, L& left, R& right) {
   // able to take the right one while the left runs (weft::join keeps its
   // half private while the deque's public part has work).
   if (this_worker::index().has_value()) return join_access::fork<false>(left, right);
-  auto right_done = p.submit(right);
+  auto right_done = detail::scheduler::submit_kept(p, right);
   try {
     auto l = left();
     return std::pair{std::move(l), right_done.get()};
@@ -210,7 +210,9 @@ T run(pool& p, std::size_t n, std::size_t grain, Leaf& leaf, Combine& combine) {
     const detail::scheduler::stand_in guest{p};
     if (guest.held()) return root();
   }
-  return p.submit(root).get();
+  // The root must run once the call has begun, whoever runs it: purge()
+  // keeps it and the bound does not hold it up ("Where it runs").
+  return detail::scheduler::submit_kept(p, root).get();
 }
 
 // Pieces of a loop without a result.

@@ -541,7 +541,11 @@ class pool {
   // Throws usage_error unless worker < size().
   [[nodiscard]] destination mailbox_of(std::size_t worker) const;
 
-  template <class F>
+  // submit() at d. Kept: a call whose caller has begun and waits for it (a
+  // parallel algorithm's root job when its caller cannot stand in): purge()
+  // does not drop it and the bound does not hold it up, as for the pool's
+  // own jobs (docs/algorithms.md, "Where it runs").
+  template <bool Kept = false, class F>
   future<std::invoke_result_t<std::decay_t<F>&>> submit_checked(destination d, F&& f);
 
   // One clear message for what spawn and submit cannot run.
@@ -1237,6 +1241,11 @@ class pool {
     pool& p_;
     std::optional<helper_scope> helper_;
     ticket ticket_{};
+    // The loop is one of the pool's jobs while it runs here: what it
+    // spawns or forks counts in its epoch, and is neither refused once the
+    // destructor has begun nor held up by the bound (count_against(),
+    // dispatch_bounded()), as a worker's would be.
+    std::optional<detail::running_scope> running_;
     bool held_ = false;
   };
   void await(const detail::latch& l);
@@ -1930,7 +1939,7 @@ future<detail::call_result_t<std::decay_t<F>&>> pool::submit(F&& f) {
   return {};
 }
 
-template <class F>
+template <bool Kept, class F>
 future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(destination d, F&& f) {
   using R = std::invoke_result_t<std::decay_t<F>&>;
   using state = detail::future_job<R, std::decay_t<F>>;
@@ -1939,7 +1948,12 @@ future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(destination 
   state* s = nullptr;
   try {
     s = make_state<state>(t, std::forward<F>(f));
-    dispatch(s, d, t);
+    if constexpr (Kept) {
+      s->flags = 0;  // not cancellable, not throttled
+      push_to(s, d);
+    } else {
+      dispatch(s, d, t);
+    }
   } catch (...) {
     if (s != nullptr) state::destroy_job(s);
     count_finished(*t.cache, t.epoch, 1);

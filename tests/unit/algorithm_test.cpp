@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -486,6 +487,76 @@ TEST_P(algorithm_test, pool_wait_from_an_element_function_is_a_usage_error) {
   EXPECT_EQ(refused.load(), 4);
 }
 
+TEST_P(algorithm_test, a_loop_begun_before_the_destructor_runs_every_element) {
+  // The destructor waits for a loop whose caller stands in for a worker, and
+  // everything the loop forks after the destruction began is one of the
+  // pool's own jobs: it must run, as a worker's forks would. Element 0 runs
+  // on the caller (it keeps the left half) and makes its nested loop's forks
+  // only once the destructor has begun.
+  if (GetParam() < 2) GTEST_SKIP() << "the caller stands in on two workers or more";
+  auto owned = std::make_unique<weft::pool>(options());
+  weft::pool& pool = *owned;  // unique_ptr::reset() nulls its pointer first
+  std::atomic<bool> begun{false};
+  std::atomic<bool> destroying{false};
+  std::atomic<int> inner{0};
+  std::string error;
+  constexpr int outer_n = 64;
+  constexpr int inner_n = 16;
+  std::thread caller([&] {
+    try {
+      weft::for_each_index(pool, 0, outer_n, [&](int i) {
+        if (i == 0) {
+          begun = true;
+          while (!destroying.load()) std::this_thread::yield();
+          spin_for(20ms);  // the destructor has closed the pool by now
+        }
+        weft::for_each_index(pool, 0, inner_n, [&](int) { inner.fetch_add(1); });
+      });
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  ASSERT_TRUE(weft::test::wait_for(begun));
+  destroying = true;
+  owned.reset();  // waits for the loop
+  caller.join();
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(inner.load(), outer_n * inner_n);
+}
+
+TEST_P(algorithm_test, an_elements_spawn_is_not_bounded_when_the_caller_runs_the_loop) {
+  // The pool's own jobs are never held up by pool_options::capacity, whoever
+  // runs them: an element function run by the caller in a worker's place
+  // spawns as a worker would. More jobs than workers wait here, so a bound
+  // of one would refuse some of them.
+  if (GetParam() < 2) GTEST_SKIP() << "the caller stands in on two workers or more";
+  weft::pool pool{{.threads = GetParam(), .capacity = 1, .on_full = weft::overflow::reject}};
+  const std::size_t jobs = pool.size() + 2;
+  std::atomic<bool> release{false};
+  std::atomic<std::size_t> ran{0};
+  bool on_caller = false;
+  const std::thread::id caller = std::this_thread::get_id();
+  std::string error;
+  try {
+    weft::for_each_index(pool, 0, 1, [&](int) {
+      on_caller = std::this_thread::get_id() == caller;
+      for (std::size_t k = 0; k < jobs; ++k) {
+        pool.spawn([&] {
+          while (!release.load()) std::this_thread::yield();
+          ran.fetch_add(1);
+        });
+      }
+    });
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  release = true;
+  pool.wait();
+  EXPECT_TRUE(on_caller) << "the caller did not stand in: nothing was tested";
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(ran.load(), jobs);
+}
+
 TEST_P(algorithm_test, a_worker_keeps_the_half_on_its_side_of_a_static_partition) {
   // Every call of a loop hands each worker the same part of the range, as a
   // static schedule would, whichever worker runs the root piece: the last
@@ -709,6 +780,65 @@ TEST_P(algorithm_test, bad_input_throws_usage_error_and_runs_nothing) {
   } catch (const weft::usage_error& e) {
     EXPECT_NE(std::string(e.what()).find("first <= last"), std::string::npos) << e.what();
   }
+}
+
+// A loop's root job, when its caller cannot stand in (one worker here),
+// must run: the call is synchronous and its caller waits for it.
+TEST(algorithm_root_job, purge_does_not_drop_it) {
+  weft::pool pool{{.threads = 1}};
+  std::atomic<bool> held{false};
+  std::atomic<bool> release{false};
+  pool.spawn([&] {
+    held = true;
+    while (!release.load()) std::this_thread::yield();
+  });
+  ASSERT_TRUE(weft::test::wait_for(held));
+  std::atomic<int> ran{0};
+  std::string error;
+  std::thread caller([&] {
+    try {
+      weft::for_each_index(pool, 0, 100, [&](int) { ran.fetch_add(1); });
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  // The root waits behind the held worker while these purges run.
+  const auto until = std::chrono::steady_clock::now() + 50ms;
+  while (std::chrono::steady_clock::now() < until) {
+    (void)pool.purge();
+    std::this_thread::sleep_for(1ms);
+  }
+  release = true;
+  caller.join();
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(ran.load(), 100);
+}
+
+TEST(algorithm_root_job, the_bound_does_not_hold_it_up) {
+  weft::pool pool{{.threads = 1, .capacity = 1, .on_full = weft::overflow::reject}};
+  std::atomic<bool> held{false};
+  std::atomic<bool> release{false};
+  pool.spawn([&] {
+    held = true;
+    while (!release.load()) std::this_thread::yield();
+  });
+  ASSERT_TRUE(weft::test::wait_for(held));
+  pool.spawn([] {});  // queued: the bound is full
+  std::atomic<int> ran{0};
+  std::string error;
+  std::thread caller([&] {
+    try {
+      weft::for_each_index(pool, 0, 100, [&](int) { ran.fetch_add(1); });
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(50ms);  // a refusal comes at once
+  release = true;
+  caller.join();
+  pool.wait();
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(ran.load(), 100);
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, algorithm_test, ::testing::ValuesIn(weft::test::worker_counts()),

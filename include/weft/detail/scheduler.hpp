@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <exception>
 #include <optional>
+#include <utility>
 
 #include "../pool.hpp"
 #include "context.hpp"
@@ -112,6 +113,14 @@ struct scheduler {
   // For its lifetime, the calling thread stands in for one of p's workers
   // if it can (held()): see pool::stand_in_scope.
   using stand_in = pool::stand_in_scope;
+
+  // p.submit(f) for a call that has begun and whose caller waits for it:
+  // purge() never drops the job and pool_options::capacity never holds it
+  // up (a parallel algorithm's root job, which must run whoever runs it).
+  template <class F>
+  static auto submit_kept(pool& p, F&& f) {
+    return p.submit_checked<true>(pool::destination{}, std::forward<F>(f));
+  }
 
   // Waits for a latch the way wait_for does.
   static void await(pool& p, const latch& l) { p.await(l); }
