@@ -38,13 +38,9 @@ class task_group {
   /// Runs f() on the group's pool as a job of this group; skipped if the
   /// group is cancelled before it starts. Throws as pool::spawn does.
   ///
-  /// On the worker that made the group, the job goes to the private part of
-  /// that worker's deque, where other workers cannot take it, unless one of
-  /// them is idle; it is offered to them at the latest when that worker
-  /// takes its next job to run, in wait() or after the spawning job ends
-  /// (docs/deque.md, "Idle workers"). See docs/design.md, "A task_group on
-  /// its home worker", for what that means for a job that spawns and then
-  /// computes for long.
+  /// An idle worker may take the job from the moment spawn() returns,
+  /// whatever the spawner does next: spin on a flag, block on something
+  /// outside weft, or compute for long (docs/deque.md, "Idle workers").
   template <class F>
   void spawn(F&& f) {
     if (home_ != nullptr && detail::tls.self == home_) [[likely]] {
@@ -234,7 +230,7 @@ class task_group {
   }
 
   // spawn() on the home worker: counted with plain stores in home_spawned_,
-  // kept in a slot if one is free, queued in the private part of its deque.
+  // kept in a slot if one is free, queued in the public part of its deque.
   template <class F>
   void spawn_at_home(F&& f) {
     using C = std::decay_t<F>;
@@ -246,7 +242,7 @@ class task_group {
     }
     count_home_spawn(1);
     try {
-      pool_.post_private<member_call<C, true>>(*home_, this, std::forward<F>(f));
+      pool_.post_own<member_call<C, true>>(*home_, this, std::forward<F>(f));
     } catch (...) {
       finish_at_home();
       throw;

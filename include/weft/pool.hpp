@@ -810,16 +810,16 @@ class pool {
   void post(Args&&... args) {
     post_to<C>(destination{}, std::forward<Args>(args)...);
   }
-  // post() by `self`, the calling thread's worker of this pool, into the
-  // private part of its deque (docs/deque.md, "The private part"): no
-  // atomic read-modify-write, no seq_cst store and no wake-up unless the
-  // public part has run dry. For a task_group's spawns on the worker that
-  // made it, which that worker almost always runs itself.
+  // post() by `self`, the calling thread's worker of this pool, onto its own
+  // deque: counted with plain stores (no read-modify-write), and public at
+  // once, so that an idle worker may take it whatever the spawner does next
+  // (docs/deque.md, "Idle workers"). For a task_group's spawns on the
+  // worker that made it.
   template <class C, class... Args>
-  void post_private(detail::worker& self, Args&&... args);
+  void post_own(detail::worker& self, Args&&... args);
   // Counts a job that `self`, the calling thread's worker of this pool,
-  // makes for its private part, as post_private() counts its own; returns
-  // the epoch parity. For a job in memory of the front end's own (a
+  // makes for its own deque, as post_own() counts its own; returns the
+  // epoch parity. For a job in memory of the front end's own (a
   // task_group's slot), which then goes to push_own().
   unsigned count_own_spawn(detail::worker& self) noexcept {
     const unsigned e = spawn_epoch();
@@ -833,22 +833,19 @@ class pool {
     std::atomic<std::uint64_t>& spawned = self.cache.spawned[e];
     spawned.store(spawned.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   }
-  // Queues j, counted by count_own_spawn(), in the private part of self's
-  // deque, as post_private() does. Throws only std::bad_alloc, and then j
-  // was not queued.
+  // Queues j, counted by count_own_spawn(), in the public part of self's
+  // deque, as post_own() does. Throws only std::bad_alloc, and then j was
+  // not queued. The private part is a join's alone: a job there is hidden
+  // from thieves until its owner publishes it, which only a join's
+  // contract ("f never waits for g") makes safe.
   [[gnu::always_inline]] void push_own(detail::worker& self, detail::job* j) {
-    if (self.deque.push_private(j) || share_private(self)) sleep_.new_work();
+    self.deque.push(j);
+    sleep_.new_work();
   }
   // Stores C{args...} in j (allocated and counted for it) and makes it
   // runnable; if that throws, j is discarded (freed, counted finished).
   template <class C, class... Args>
   void fill_posted(detail::heap_job* j, Args&&... args);
-  // Owner only: publishes the private items of self's deque if a worker is
-  // idle, which could take them (docs/deque.md, "Idle workers"); true if it
-  // did, and the caller must then call sleep_.new_work().
-  bool share_private(detail::worker& self) noexcept {
-    return self.deque.private_size() != 0 && sleep_.someone_idle() && self.deque.publish_all();
-  }
   // Owner only: the job on top of self's deque, for self to run now; the
   // private items left below it are published first (docs/deque.md, "Idle
   // workers"), so that they wait for no longer than the job that pushed them.
@@ -1505,7 +1502,7 @@ void pool::fill_posted(detail::heap_job* j, Args&&... args) {
 }
 
 template <class C, class... Args>
-void pool::post_private(detail::worker& self, Args&&... args) {
+void pool::post_own(detail::worker& self, Args&&... args) {
   detail::heap_job* j = self.cache.allocate();  // throws before anything is counted
   j->epoch = count_own_spawn(self);
   fill_posted<C>(j, std::forward<Args>(args)...);

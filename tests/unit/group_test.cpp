@@ -295,11 +295,11 @@ class meeting_point {
 };
 
 TEST_P(group_test, a_fan_out_from_a_worker_reaches_the_other_workers) {
-  // A job spawns many jobs into a group and waits: the spawns go to the
-  // private part of its worker's deque, and the other workers must still
-  // get them (docs/deque.md, "Idle workers"). Every job waits until another
-  // job runs beside it, which on 2 workers only happens if the other worker
-  // takes a share; with the jobs kept private it would wait in vain.
+  // A job spawns many jobs into a group and waits: the other workers must
+  // get a share (docs/deque.md, "Idle workers"). Every job waits until
+  // another job runs beside it, which on 2 workers only happens if the
+  // other worker takes a share; with the jobs kept private it would wait in
+  // vain.
   if (GetParam() < 2) GTEST_SKIP() << "needs two jobs running at once";
   weft::pool pool{options()};
   const std::size_t rounds = weft::test::scaled(50, 5);
@@ -327,11 +327,10 @@ TEST_P(group_test, a_fan_out_from_a_worker_reaches_the_other_workers) {
 TEST(group_home, jobs_spawned_while_workers_are_idle_are_theirs_at_once) {
   // Seed 000's pattern of forking two pieces and computing a third: a job
   // spawns two jobs into a group, and before its wait() it needs both to
-  // be running. With idle workers about, the spawns must be public at once,
-  // not kept in the private part until the wait (docs/deque.md, "Idle
-  // workers"). The spawner first waits for another worker to be idle
-  // (searching or asleep): a worker still between two jobs does not count
-  // as idle, and a spawn then stays private.
+  // be running. With idle workers about, the spawns must be theirs at once,
+  // not wait for the spawner's wait() (docs/deque.md, "Idle workers"). The
+  // spawner first waits for another worker to be idle (searching or
+  // asleep); group_liveness covers workers that are busy at the spawn.
   weft::pool pool{{.threads = 3}};
   const std::size_t rounds = weft::test::scaled(50, 5);
   for (std::size_t r = 0; r < rounds; ++r) {
@@ -361,6 +360,152 @@ TEST(group_home, jobs_spawned_while_workers_are_idle_are_theirs_at_once) {
     ASSERT_TRUE(both) << "round " << r << ": a spawned job waited for the spawner's wait()";
   }
 }
+
+// Every job a group spawns is stealable by an idle worker from the moment
+// spawn() returns, whatever the spawner does next (docs/deque.md, "Idle
+// workers"). Run at 2, 3, 4 and 8 workers on however many CPUs there are.
+class group_liveness : public ::testing::TestWithParam<std::size_t> {};
+
+// Gives up after 10 s, so that a hidden job fails the test instead of
+// hanging it: true if cond() held by then.
+template <class Cond>
+bool spin_until(Cond cond) {
+  const auto limit = std::chrono::steady_clock::now() + 10s;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Holds every worker of `pool` but the calling one in a spin: the spawns the
+// caller makes meanwhile find no worker idle. release() lets them go; the
+// destructor waits until every held job has returned (they read the holder).
+class hold_the_others {
+ public:
+  explicit hold_the_others(weft::pool& pool) {
+    const std::size_t me = weft::this_worker::index().value();
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      if (i == me) continue;
+      holds_.push_back(pool.submit_on(i, [this] {
+        held_.fetch_add(1);
+        while (!release_.load()) std::this_thread::yield();
+      }));
+    }
+    held_all_ = spin_until([this] { return held_.load() == holds_.size(); });
+  }
+  hold_the_others(const hold_the_others&) = delete;
+  hold_the_others& operator=(const hold_the_others&) = delete;
+  ~hold_the_others() {
+    release();
+    for (auto& h : holds_) h.get();
+  }
+  void release() { release_ = true; }
+  [[nodiscard]] bool held_all() const { return held_all_; }
+
+ private:
+  std::atomic<bool> release_{false};
+  std::atomic<std::size_t> held_{0};
+  std::vector<weft::future<void>> holds_;
+  bool held_all_ = false;
+};
+
+// Taskflow's TaskGroup.Cancellation shape: a job spawns W-1 group jobs that
+// spin until all W have arrived, and spins itself (without waiting on the
+// group) until they have. The other workers are busy at the spawns and
+// free right after, as when the previous round's jobs are still ending.
+TEST_P(group_liveness, spawned_jobs_that_wait_for_each_other_and_the_spawner_all_run) {
+  const std::size_t w = GetParam();
+  weft::pool pool{{.threads = w}};
+  const std::size_t rounds = weft::test::scaled(100, 10);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    std::atomic<std::size_t> arrived{0};
+    std::atomic<int> gave_up{0};
+    pool.submit([&] {
+          hold_the_others others{pool};
+          EXPECT_TRUE(others.held_all());
+          weft::task_group g{pool};
+          for (std::size_t i = 0; i + 1 < w; ++i) {
+            g.spawn([&] {
+              arrived.fetch_add(1);
+              if (!spin_until([&] { return arrived.load() >= w; })) gave_up.fetch_add(1);
+            });
+          }
+          others.release();
+          arrived.fetch_add(1);
+          if (!spin_until([&] { return arrived.load() >= w; })) gave_up.fetch_add(1);
+          g.cancel();
+          g.wait();
+        })
+        .get();
+    ASSERT_EQ(gave_up.load(), 0) << "round " << r << ": a spawned job stayed hidden";
+  }
+}
+
+TEST_P(group_liveness, a_spawner_blocked_on_a_condition_variable_is_signalled_by_its_job) {
+  // The spawner blocks outside weft until its job signals it: another
+  // worker, busy at the spawn and free right after, must take the job.
+  weft::pool pool{{.threads = GetParam()}};
+  const std::size_t rounds = weft::test::scaled(20, 5);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const bool signalled = pool.submit([&] {
+                                 hold_the_others others{pool};
+                                 EXPECT_TRUE(others.held_all());
+                                 std::mutex m;
+                                 std::condition_variable cv;
+                                 bool done = false;
+                                 weft::task_group g{pool};
+                                 // The first spawn finds the deque's public
+                                 // part empty and goes there at once; the
+                                 // second is the one that must not hide.
+                                 g.spawn([] {});
+                                 g.spawn([&] {
+                                   const std::lock_guard lock{m};
+                                   done = true;
+                                   cv.notify_one();
+                                 });
+                                 others.release();
+                                 bool ok = false;
+                                 {
+                                   std::unique_lock lock{m};
+                                   ok = cv.wait_for(lock, 10s, [&] { return done; });
+                                 }
+                                 g.wait();
+                                 return ok;
+                               })
+                               .get();
+    ASSERT_TRUE(signalled) << "round " << r << ": the spawned job waited for the spawner";
+  }
+}
+
+TEST_P(group_liveness, jobs_run_elsewhere_while_their_spawner_computes) {
+  // The spawner computes for 100 ms after two spawns; both must run on the
+  // other workers meanwhile, not wait for its wait().
+  weft::pool pool{{.threads = GetParam()}};
+  const std::size_t rounds = weft::test::scaled(5, 2);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const int ran_meanwhile = pool.submit([&] {
+                                    hold_the_others others{pool};
+                                    EXPECT_TRUE(others.held_all());
+                                    std::atomic<int> ran{0};
+                                    weft::task_group g{pool};
+                                    g.spawn([&] { ran.fetch_add(1); });
+                                    g.spawn([&] { ran.fetch_add(1); });
+                                    others.release();
+                                    const auto until = std::chrono::steady_clock::now() + 100ms;
+                                    while (std::chrono::steady_clock::now() < until) {
+                                    }
+                                    const int seen = ran.load();
+                                    g.wait();
+                                    return seen;
+                                  })
+                                  .get();
+    ASSERT_EQ(ran_meanwhile, 2) << "round " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(workers, group_liveness, ::testing::Values(2, 3, 4, 8),
+                         [](const auto& info) { return weft::test::workers_name(info.param); });
 
 TEST_P(group_test, a_group_made_on_a_worker_can_be_waited_for_from_outside) {
   // The group's home is the worker that made it; the main thread waits for
