@@ -1325,14 +1325,17 @@ void task_group::wait_idle() {
       nap);
 }
 
-void task_group::take_error() {
+group_status task_group::take_error() {
   std::exception_ptr error;
   {
     std::lock_guard lock{mutex_};
     error = std::exchange(error_, nullptr);
   }
-  cancelled_.store(false, std::memory_order_relaxed);
+  // One of several waiters takes the cancel: the others may find the group
+  // fresh already, and return complete.
+  const bool was_cancelled = cancelled_.exchange(false, std::memory_order_relaxed);
   if (error) std::rethrow_exception(error);
+  return was_cancelled ? group_status::cancelled : group_status::complete;
 }
 
 }  // namespace weft

@@ -16,6 +16,14 @@
 
 namespace weft {
 
+/// What task_group::wait() and run_and_wait() return when no job threw:
+/// `complete`, or `cancelled` when cancel() was called since the group was
+/// last waited for, so that jobs which had not started by then were skipped
+/// (none may have been). As oneTBB's task_group_status, and unlike a graph
+/// run or a flow, a cancelled group is no error: docs/waiting.md,
+/// "Cancelled work, front end by front end".
+enum class group_status : unsigned char { complete, cancelled };
+
 /// Jobs spawned into a group run on its pool; wait() returns when all of them
 /// have finished. The first exception cancels the group: jobs that have not
 /// started yet are skipped, and wait() rethrows that exception. After wait()
@@ -59,14 +67,18 @@ class task_group {
   }
 
   /// Waits for every job spawned so far; on a worker it runs other jobs
-  /// meanwhile. Rethrows the first exception a job threw. Several threads
-  /// may wait at once: each returns once the group is idle, and the
-  /// exception is rethrown by one of them. Throws weft::usage_error when
-  /// called from one of the group's own jobs, which it would wait for.
-  void wait() {
+  /// meanwhile. Rethrows the first exception a job threw (job_cancelled if
+  /// pool::purge() dropped one); else returns group_status::cancelled if
+  /// cancel() was called since the last wait, group_status::complete if
+  /// not. Several threads may wait at once: each returns once the group is
+  /// idle, and the exception (or `cancelled`) goes to one of them. Throws
+  /// weft::usage_error when called from one of the group's own jobs, which
+  /// it would wait for.
+  group_status wait() {
     wait_until_idle();
     // Not cancelled means no error to take (see finish_before_destruction()).
-    if (cancelled_.load(std::memory_order_relaxed)) take_error();
+    if (cancelled_.load(std::memory_order_relaxed)) return take_error();
+    return group_status::complete;
   }
 
   /// Runs f() on the calling thread as a job of this group, then wait()s:
@@ -75,17 +87,11 @@ class task_group {
   /// fib/N/task_group_run_and_wait). f() is skipped if the group is
   /// cancelled; its exception cancels the group and is rethrown as a job's
   /// would be. In sequential mode f() runs before the jobs spawned so far.
-  ///
-  /// On a worker, the jobs spawned before may stay in the private part of
-  /// its deque while f() runs, as a join's second half does while the first
-  /// runs (docs/deque.md, "The private part"): f() must not block on them
-  /// without helping. Waiting for them with weft's waits (a future's get(),
-  /// another group's wait()) runs them if no other worker took them.
   template <class F>
-  void run_and_wait(F&& f) {
+  group_status run_and_wait(F&& f) {
     static_assert(std::is_invocable_v<F>, "run_and_wait(f): f must be callable with no arguments");
     run_guarded(std::forward<F>(f));
-    wait();
+    return wait();
   }
 
   /// Jobs of this group that have not started will not run. Running ones
@@ -333,8 +339,8 @@ class task_group {
   }
   void wait_idle();
   // wait() after a cancel: makes the group fresh, and rethrows the first
-  // exception a job threw, if any.
-  void take_error();
+  // exception a job threw, if any; else returns group_status::cancelled.
+  group_status take_error();
   // The destructor's wait, and its hand-over of an uncollected exception.
   void finish_before_destruction() noexcept;
 

@@ -91,6 +91,28 @@ TEST_P(group_test, cancel_skips_jobs_that_have_not_started) {
   EXPECT_FALSE(g.is_cancelled());
 }
 
+TEST_P(group_test, wait_says_whether_the_group_was_cancelled) {
+  // A cancelled group is no error (oneTBB's task_group_status), but its
+  // waiter learns of it: is_cancelled() is false again once wait() returns.
+  weft::pool pool{options()};
+  weft::task_group g{pool};
+  std::atomic<int> ran{0};
+  g.spawn([&] { ran.fetch_add(1); });
+  EXPECT_EQ(g.wait(), weft::group_status::complete);
+  g.cancel();
+  g.spawn([&] { ran.fetch_add(1); });
+  EXPECT_EQ(g.wait(), weft::group_status::cancelled);
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(g.wait(), weft::group_status::complete) << "the next wait finds the group fresh";
+  g.cancel();
+  EXPECT_EQ(g.run_and_wait([&] { ran.fetch_add(1); }), weft::group_status::cancelled);
+  EXPECT_EQ(ran.load(), 1);
+  // A job's exception is rethrown instead.
+  g.spawn([] { throw std::runtime_error("boom"); });
+  EXPECT_THROW((void)g.wait(), std::runtime_error);
+  EXPECT_EQ(g.wait(), weft::group_status::complete);
+}
+
 TEST_P(group_test, running_jobs_can_observe_cancellation) {
   weft::pool pool{options()};
   if (GetParam() == 0) GTEST_SKIP() << "needs a job running while the caller cancels";
