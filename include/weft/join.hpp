@@ -140,8 +140,8 @@ struct stealable_half : job {
     // written by run_here() is visible to the joiner. An RMW, so that it
     // and the joiner's CAS in announce_nap() come in one order: either the
     // joiner sees `finished` and does not nap, or this sees its nap.
-    const std::uint32_t before = std::atomic_ref<std::uint32_t>{flags}.fetch_or(
-        job_flags::finished, std::memory_order_release);
+    const std::uint32_t before =
+        word_ref{flags}.fetch_or(job_flags::finished, std::memory_order_release);
     if ((before & job_flags::joiner_parked) != 0) [[unlikely]] {
       join_access::wake_joiner(in, before >> job_flags::purge_stamp_shift);
     }
@@ -150,7 +150,7 @@ struct stealable_half : job {
   // The joiner, worker `index`, about to nap on its parker until the thief
   // is done: false if it is done already; else the thief will unpark it.
   bool announce_nap(std::size_t index) noexcept {
-    std::atomic_ref<std::uint32_t> word{flags};
+    word_ref word{flags};
     std::uint32_t f = word.load(std::memory_order_relaxed);
     const auto parked = static_cast<std::uint32_t>(job_flags::joiner_parked |
                                                    (index << job_flags::purge_stamp_shift));
@@ -165,8 +165,7 @@ struct stealable_half : job {
   // The joiner: whether a thief has run the half to its end.
   [[nodiscard]] bool finished() noexcept {
     // Acquire: pairs with the release store in mark_finished().
-    return (std::atomic_ref<std::uint32_t>{flags}.load(std::memory_order_acquire) &
-            job_flags::finished) != 0;
+    return (word_ref{flags}.load(std::memory_order_acquire) & job_flags::finished) != 0;
   }
 
   // The joiner, once the half has finished: the stolen run's result, or its

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "atomic_word.hpp"
 #include "config.hpp"
 
 namespace weft::detail {
@@ -36,7 +37,7 @@ struct job {
   // them at any time (stealable_half::announce_nap()). Relaxed: the bits
   // such a reader tests were written before the job was queued.
   [[nodiscard]] std::uint32_t taken_flags() noexcept {
-    return std::atomic_ref<std::uint32_t>{flags}.load(std::memory_order_relaxed);
+    return word_ref{flags}.load(std::memory_order_relaxed);
   }
   // 4 bytes of tail padding follow: a kind whose first member is 4 bytes
   // wide gets it there (the Itanium ABI reuses a non-POD base's padding),
@@ -55,7 +56,8 @@ inline constexpr std::uint32_t cancel = 2;
 // given back when the job starts or is cancelled.
 inline constexpr std::uint32_t throttled = 4;
 // A join's stolen second half has run to its end (join.hpp, stealable_half):
-// set by the thief with an atomic_ref store, polled by the joiner.
+// set by the thief with an atomic read-modify-write (detail::word_ref),
+// polled by the joiner.
 inline constexpr std::uint32_t finished = 8;
 // A cancellable job made without the stamp below: a task_group's slot,
 // made by its home worker on the fork-join path, where loading the clock
