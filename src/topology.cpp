@@ -1,5 +1,5 @@
-// How many CPUs this process may use (affinity mask and cgroup v2 quota),
-// which ones, and how they share physical cores.
+// How many CPUs this process may use (affinity mask and cgroup v1 or v2 CPU
+// quota), which ones, and how they share physical cores.
 #include <sched.h>
 #include <unistd.h>
 
@@ -33,44 +33,178 @@ std::size_t affinity_cpus() {
   return static_cast<std::size_t>(CPU_COUNT(&set));
 }
 
-// The cgroup v2 path of this process ("0::/some/path" in /proc/self/cgroup),
-// or empty when the process is not in a unified hierarchy.
-std::string cgroup_path() {
-  std::ifstream in{"/proc/self/cgroup"};
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("0::", 0) == 0) return line.substr(3);
-  }
-  return {};
+// The CPUs allowed by a quota of `quota` microseconds per `period`
+// (rounded up: 1.5 CPUs' worth keeps two busy part of the time); 0 when
+// there is no quota (v2's "max", v1's -1) or it makes no sense.
+std::size_t quota_to_cpus(double quota, double period) {
+  if (!(quota > 0) || !(period > 0)) return 0;
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(quota / period)));
 }
 
-// CPUs allowed by a cpu.max file ("max 100000" or "<quota> <period>"); 0 when
-// unlimited or unreadable.
-std::size_t quota_cpus(const std::string& file) {
-  std::ifstream in{file};
+// CPUs allowed by a cgroup v2 cpu.max file ("max 100000" or "<quota>
+// <period>"); 0 when unlimited or unreadable.
+std::size_t cpu_max_cpus(const std::string& dir) {
+  std::ifstream in{dir + "/cpu.max"};
   std::string quota;
   double period = 0;
-  if (!(in >> quota >> period) || quota == "max" || period <= 0) return 0;
+  if (!(in >> quota >> period) || quota == "max") return 0;
   double q = 0;
   std::istringstream{quota} >> q;
-  if (q <= 0) return 0;
-  return std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(q / period)));
+  return quota_to_cpus(q, period);
+}
+
+// CPUs allowed by a cgroup v1 cpu controller directory (cpu.cfs_quota_us,
+// -1 when unlimited, and cpu.cfs_period_us); 0 when unlimited or
+// unreadable.
+std::size_t cfs_quota_cpus(const std::string& dir) {
+  double quota = 0;
+  double period = 0;
+  if (!(std::ifstream{dir + "/cpu.cfs_quota_us"} >> quota)) return 0;
+  if (!(std::ifstream{dir + "/cpu.cfs_period_us"} >> period)) return 0;
+  return quota_to_cpus(quota, period);
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  for (;;) {
+    const std::size_t at = text.find(sep);
+    parts.push_back(text.substr(0, at));
+    if (at == std::string_view::npos) return parts;
+    text.remove_prefix(at + 1);
+  }
+}
+
+bool lists(std::string_view comma_list, std::string_view item) {
+  const std::vector<std::string_view> items = split(comma_list, ',');
+  return std::find(items.begin(), items.end(), item) != items.end();
+}
+
+// A path as mountinfo writes it, with space, tab, newline and backslash as
+// octal escapes ("\040"), decoded.
+std::string unescape(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && text.size() - i >= 4) {
+      int code = 0;
+      bool octal = true;
+      for (std::size_t k = 1; k <= 3; ++k) {
+        const char c = text[i + k];
+        octal = octal && c >= '0' && c <= '7';
+        code = code * 8 + (c - '0');
+      }
+      if (octal) {
+        out.push_back(static_cast<char>(code));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(text[i]);
+  }
+  return out;
+}
+
+// One cgroup hierarchy this process is in: its path there (from
+// /proc/self/cgroup) and where the hierarchy is mounted (from
+// /proc/self/mountinfo): the directory of the mount point, and the
+// hierarchy's directory the mount shows (its root, "/" outside containers).
+struct hierarchy {
+  std::string path;   // empty: the process is in no such hierarchy
+  std::string mount;  // empty: not mounted (or not readable)
+  std::string mount_root;
+};
+
+// The directories of this process's cgroup and of each ancestor that the
+// mount shows, innermost first; none when the cgroup lies outside it.
+std::vector<std::string> cgroup_dirs(const hierarchy& h) {
+  std::vector<std::string> dirs;
+  if (h.path.empty() || h.mount.empty()) return dirs;
+  std::string relative;  // the cgroup's path below the mount root
+  if (h.mount_root == "/") {
+    relative = h.path;
+  } else if (h.path == h.mount_root) {
+    relative = "/";
+  } else if (h.path.rfind(h.mount_root + "/", 0) == 0) {
+    relative = h.path.substr(h.mount_root.size());
+  } else {
+    return dirs;
+  }
+  // A limit set on any ancestor cgroup applies too: walk up to the mount.
+  while (relative.size() > 1 && relative.back() == '/') relative.pop_back();
+  for (;;) {
+    dirs.push_back(relative == "/" ? h.mount : h.mount + relative);
+    if (relative == "/" || relative.empty()) break;
+    const std::size_t slash = relative.find_last_of('/');
+    relative = slash == 0 ? "/" : relative.substr(0, slash);
+  }
+  return dirs;
 }
 
 }  // namespace
 
-std::size_t available_parallelism() {
-  std::size_t cpus = std::max<std::size_t>(1, affinity_cpus());
-  // A limit set on any ancestor cgroup applies too, so walk up to the root.
-  std::string path = cgroup_path();
-  while (!path.empty()) {
-    const std::size_t limit = quota_cpus("/sys/fs/cgroup" + path + "/cpu.max");
-    if (limit != 0) cpus = std::min(cpus, limit);
-    if (path == "/") break;
-    const std::size_t slash = path.find_last_of('/');
-    path = slash == 0 ? "/" : path.substr(0, slash);
+namespace detail {
+
+std::size_t cgroup_cpu_limit(const std::string& root) {
+  hierarchy v2;  // the unified hierarchy (cgroup v2): "0::/path"
+  hierarchy v1;  // the cgroup v1 hierarchy with the cpu controller: "4:cpu,cpuacct:/path"
+  {
+    std::ifstream in{root + "/proc/self/cgroup"};
+    std::string line;
+    while (std::getline(in, line)) {
+      const std::size_t first = line.find(':');
+      const std::size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+      if (second == std::string::npos) continue;
+      const std::string_view controllers =
+          std::string_view{line}.substr(first + 1, second - first - 1);
+      std::string path = line.substr(second + 1);
+      if (path.empty() || path.front() != '/') continue;
+      if (line.compare(0, first, "0") == 0 && controllers.empty()) {
+        v2.path = std::move(path);
+      } else if (lists(controllers, "cpu")) {
+        v1.path = std::move(path);
+      }
+    }
   }
-  return cpus;
+  {
+    // "36 25 0:31 /root /mount/point rw,nosuid - cgroup cgroup rw,cpu,cpuacct":
+    // the fields before " - " are six and optional tags, then the file
+    // system type, the source and the super-block options.
+    std::ifstream in{root + "/proc/self/mountinfo"};
+    std::string line;
+    while (std::getline(in, line)) {
+      const std::size_t dash = line.find(" - ");
+      if (dash == std::string::npos) continue;
+      const std::vector<std::string_view> fields =
+          split(std::string_view{line}.substr(0, dash), ' ');
+      const std::vector<std::string_view> tail =
+          split(std::string_view{line}.substr(dash + 3), ' ');
+      if (fields.size() < 5 || tail.size() < 3) continue;
+      hierarchy* h = nullptr;
+      if (tail[0] == "cgroup2") {
+        h = &v2;
+      } else if (tail[0] == "cgroup" && lists(tail[2], "cpu")) {
+        h = &v1;
+      }
+      // The first mount of a hierarchy that shows this process's cgroup.
+      if (h == nullptr || !h->mount.empty()) continue;
+      hierarchy candidate{h->path, root + unescape(fields[4]), unescape(fields[3])};
+      if (!cgroup_dirs(candidate).empty()) *h = std::move(candidate);
+    }
+  }
+  std::size_t limit = 0;
+  auto apply = [&limit](std::size_t cpus) {
+    if (cpus != 0 && (limit == 0 || cpus < limit)) limit = cpus;
+  };
+  for (const std::string& dir : cgroup_dirs(v2)) apply(cpu_max_cpus(dir));
+  for (const std::string& dir : cgroup_dirs(v1)) apply(cfs_quota_cpus(dir));
+  return limit;
+}
+
+}  // namespace detail
+
+std::size_t available_parallelism() {
+  const std::size_t cpus = std::max<std::size_t>(1, affinity_cpus());
+  const std::size_t limit = detail::cgroup_cpu_limit("");
+  return limit == 0 ? cpus : std::min(cpus, limit);
 }
 
 std::vector<int> allowed_cpus() {

@@ -37,7 +37,9 @@
 namespace weft {
 
 /// How many threads this process may run at once: the CPUs in its affinity
-/// mask, further limited by a cgroup v2 cpu.max quota; at least 1.
+/// mask, further limited by a cgroup CPU quota (v2 cpu.max, or v1
+/// cpu.cfs_quota_us / cpu.cfs_period_us) on its cgroup or an ancestor,
+/// rounded up; at least 1 (docs/control.md, "Pinning workers to CPUs").
 std::size_t available_parallelism();
 
 /// The CPUs this process may run on, ascending: its affinity mask (the main

@@ -1,7 +1,8 @@
 // pool_options::cpus (docs/control.md, "Pinning workers to CPUs"): worker i
 // runs on cpus[i % cpus.size()], checked with sched_getcpu() and the
 // thread's affinity mask; CPUs the process may not use are refused before
-// any worker starts; weft::allowed_cpus() and weft::cpus_one_per_core().
+// any worker starts; weft::allowed_cpus(), weft::cpus_one_per_core() and
+// the cgroup v1 and v2 CPU quotas behind weft::available_parallelism().
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
@@ -273,30 +274,44 @@ TEST(topology, parse_cpu_list) {
   EXPECT_EQ(parse_cpu_list("0-99999999"), std::nullopt);
 }
 
-// A fake /sys/devices/system/cpu in a temporary directory.
-class fake_sysfs {
+// A temporary directory, removed with everything in it at the end.
+class temp_tree {
  public:
-  fake_sysfs() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "weft-sysfs-XXXXXX").string();
+  temp_tree() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "weft-tree-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) throw std::system_error(errno, std::generic_category());
     dir_ = pattern;
   }
-  ~fake_sysfs() {
+  ~temp_tree() {
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
-  fake_sysfs(const fake_sysfs&) = delete;
-  fake_sysfs& operator=(const fake_sysfs&) = delete;
+  temp_tree(const temp_tree&) = delete;
+  temp_tree& operator=(const temp_tree&) = delete;
 
-  void write(int cpu, const std::string& file, const std::string& text) const {
-    const std::filesystem::path topology = dir_ / ("cpu" + std::to_string(cpu)) / "topology";
-    std::filesystem::create_directories(topology);
-    std::ofstream{topology / file} << text;
+  // Writes `text` to the file at `relative` (e.g. "proc/self/cgroup"),
+  // making its directories.
+  void write(const std::string& relative, const std::string& text) const {
+    const std::filesystem::path file = dir_ / relative;
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream{file} << text;
   }
   [[nodiscard]] std::string path() const { return dir_.string(); }
 
  private:
   std::filesystem::path dir_;
+};
+
+// A fake /sys/devices/system/cpu in a temporary directory.
+class fake_sysfs {
+ public:
+  void write(int cpu, const std::string& file, const std::string& text) const {
+    tree_.write("cpu" + std::to_string(cpu) + "/topology/" + file, text);
+  }
+  [[nodiscard]] std::string path() const { return tree_.path(); }
+
+ private:
+  temp_tree tree_;
 };
 
 TEST(topology, one_per_core_keeps_the_first_allowed_cpu_of_each_core) {
@@ -328,6 +343,142 @@ TEST(topology, one_per_core_falls_back_to_thread_siblings_then_to_the_mask) {
   EXPECT_EQ(one_per_core({0, 1, 2, 3}, sysfs.path()), (std::vector<int>{0, 2, 3}));
   // No sysfs: every allowed CPU is a core.
   EXPECT_EQ(one_per_core({0, 1, 2}, sysfs.path() + "/absent"), (std::vector<int>{0, 1, 2}));
+}
+
+// A fake root for weft::detail::cgroup_cpu_limit: /proc/self/cgroup,
+// /proc/self/mountinfo and the cgroup files under the mount points.
+class fake_cgroups {
+ public:
+  void cgroup(const std::string& text) const { tree_.write("proc/self/cgroup", text); }
+  void mountinfo(const std::string& text) const { tree_.write("proc/self/mountinfo", text); }
+  void file(const std::string& path, const std::string& text) const { tree_.write(path, text); }
+  // A cgroup v1 cpu controller directory's quota and period.
+  void cfs(const std::string& dir, const std::string& quota,
+           const std::string& period = "100000") const {
+    file(dir + "/cpu.cfs_quota_us", quota + "\n");
+    file(dir + "/cpu.cfs_period_us", period + "\n");
+  }
+  [[nodiscard]] std::size_t limit() const { return weft::detail::cgroup_cpu_limit(tree_.path()); }
+
+ private:
+  temp_tree tree_;
+};
+
+// A cgroup v1 host (as this one is, and many container hosts): cpu and
+// cpuacct mounted together, the unified hierarchy beside them without the
+// cpu controller.
+constexpr const char* v1_mountinfo =
+    "25 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+    "31 25 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:12 - cgroup cgroup rw,cpu,cpuacct\n"
+    "33 31 0:30 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
+    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+constexpr const char* v1_cgroup =
+    "4:cpuset:/\n"
+    "3:cpu,cpuacct:/user.slice/job\n"
+    "1:name=systemd:/user.slice/job\n"
+    "0::/user.slice/job\n";
+
+TEST(topology, cgroup_v1_cfs_quota_limits_the_cpus) {
+  const fake_cgroups fake;
+  fake.cgroup(v1_cgroup);
+  fake.mountinfo(v1_mountinfo);
+  const std::string cpu = "sys/fs/cgroup/cpu,cpuacct";
+  fake.cfs(cpu, "-1");
+  fake.cfs(cpu + "/user.slice", "-1");
+  fake.cfs(cpu + "/user.slice/job", "-1");
+  EXPECT_EQ(fake.limit(), 0U);  // -1: no quota
+  // 2.5 CPUs' worth rounds up; the unified hierarchy has no cpu.max here.
+  fake.cfs(cpu + "/user.slice/job", "250000");
+  EXPECT_EQ(fake.limit(), 3U);
+  fake.cfs(cpu + "/user.slice/job", "50000", "200000");
+  EXPECT_EQ(fake.limit(), 1U);  // a quarter of a CPU: still one
+  // An ancestor's quota applies too, the smallest wins.
+  fake.cfs(cpu + "/user.slice/job", "400000");
+  fake.cfs(cpu + "/user.slice", "200000");
+  EXPECT_EQ(fake.limit(), 2U);
+  // The cpuset hierarchy is no cpu controller: its files are not read.
+  fake.cfs("sys/fs/cgroup/cpuset", "100000");
+  EXPECT_EQ(fake.limit(), 2U);
+  // Nor is a quota on the unified hierarchy's mount when it has no cpu.max.
+  fake.cfs("sys/fs/cgroup/unified/user.slice/job", "100000");
+  EXPECT_EQ(fake.limit(), 2U);
+}
+
+TEST(topology, cgroup_v1_cpu_controller_alone_and_in_a_container) {
+  const fake_cgroups fake;
+  // The cpu controller in a hierarchy of its own, "cpuacct" separate.
+  fake.cgroup("3:cpuacct:/a\n2:cpu:/a\n");
+  fake.mountinfo(
+      "32 31 0:29 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n"
+      "33 31 0:30 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n");
+  fake.cfs("sys/fs/cgroup/cpuacct/a", "100000");
+  EXPECT_EQ(fake.limit(), 0U);
+  fake.cfs("sys/fs/cgroup/cpu/a", "300000");
+  EXPECT_EQ(fake.limit(), 3U);
+
+  // A container without a cgroup namespace: the mount shows the
+  // container's own cgroup (/docker/abc) as its root, the path names it in
+  // full.
+  fake.cgroup("5:cpu,cpuacct:/docker/abc\n");
+  fake.mountinfo(
+      "700 650 0:29 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct\n");
+  fake.cfs("sys/fs/cgroup/cpu,cpuacct", "200000");
+  EXPECT_EQ(fake.limit(), 2U);
+  fake.cgroup("5:cpu,cpuacct:/docker/abc/inner\n");
+  fake.cfs("sys/fs/cgroup/cpu,cpuacct/inner", "100000");
+  EXPECT_EQ(fake.limit(), 1U);
+  // A cgroup outside what the mount shows: nothing to read.
+  fake.cgroup("5:cpu,cpuacct:/docker/other\n");
+  EXPECT_EQ(fake.limit(), 0U);
+  // A mount point with a space, escaped as mountinfo does.
+  fake.cgroup("5:cpu:/\n");
+  fake.mountinfo("33 31 0:30 / /cg\\040root rw - cgroup cgroup rw,cpu\n");
+  fake.cfs("cg root", "700000");
+  EXPECT_EQ(fake.limit(), 7U);
+}
+
+TEST(topology, cgroup_v2_cpu_max_limits_the_cpus) {
+  const fake_cgroups fake;
+  fake.cgroup("0::/system.slice/app.service\n");
+  fake.mountinfo("29 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+  const std::string root = "sys/fs/cgroup";
+  fake.file(root + "/system.slice/app.service/cpu.max", "max 100000\n");
+  EXPECT_EQ(fake.limit(), 0U);
+  fake.file(root + "/system.slice/app.service/cpu.max", "150000 100000\n");
+  EXPECT_EQ(fake.limit(), 2U);
+  fake.file(root + "/system.slice/cpu.max", "100000 100000\n");
+  EXPECT_EQ(fake.limit(), 1U);  // the parent's is smaller
+
+  // A hybrid host with cgroup v2 mounted elsewhere and a v1 cpu controller
+  // too: both count.
+  fake.cgroup("2:cpu,cpuacct:/x\n0::/x\n");
+  fake.mountinfo(
+      "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
+  fake.file(root + "/unified/x/cpu.max", "400000 100000\n");
+  EXPECT_EQ(fake.limit(), 4U);
+  fake.cfs(root + "/cpu,cpuacct/x", "300000");
+  EXPECT_EQ(fake.limit(), 3U);
+}
+
+TEST(topology, cgroup_limit_without_cgroups_is_none) {
+  const fake_cgroups fake;
+  EXPECT_EQ(fake.limit(), 0U);  // no /proc at all
+  fake.cgroup("0::/\n");
+  EXPECT_EQ(fake.limit(), 0U);  // no mountinfo
+  fake.mountinfo("29 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+  EXPECT_EQ(fake.limit(), 0U);  // no cpu.max at the root
+  fake.file("sys/fs/cgroup/cpu.max", "garbage\n");
+  EXPECT_EQ(fake.limit(), 0U);
+  fake.file("sys/fs/cgroup/cpu.max", "0 100000\n");
+  EXPECT_EQ(fake.limit(), 0U);
+}
+
+TEST(topology, available_parallelism_is_the_mask_within_the_cgroup_limit) {
+  const std::size_t mask = weft::allowed_cpus().size();
+  const std::size_t limit = weft::detail::cgroup_cpu_limit("");
+  EXPECT_EQ(weft::available_parallelism(), limit == 0 ? mask : std::min(mask, limit));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // How a pool's workers start (pool_options::cpus, threads and
 // on_worker_start), how its hooks are called, and the CPU topology behind
-// weft::allowed_cpus() and weft::cpus_one_per_core(). docs/control.md.
+// weft::available_parallelism(), weft::allowed_cpus() and
+// weft::cpus_one_per_core(). docs/control.md.
 #pragma once
 
 #include <condition_variable>
@@ -25,6 +26,15 @@ std::optional<std::vector<int>> parse_cpu_list(std::string_view text);
 // before 5.7) lists an earlier CPU of `allowed` is left out. A CPU whose
 // topology cannot be read counts as a core of its own.
 std::vector<int> one_per_core(const std::vector<int>& allowed, const std::string& cpu_dir);
+
+// The CPUs that the cgroup CPU quotas on this process allow, rounded up:
+// the least over cgroup v2's cpu.max and cgroup v1's cpu.cfs_quota_us /
+// cpu.cfs_period_us (the hierarchy with the cpu controller), of the
+// process's cgroup and of each ancestor the mount shows; 0 when none is
+// set. The cgroups come from /proc/self/cgroup, where they are mounted from
+// /proc/self/mountinfo; `root` is put before every path read, those two
+// and the mount points: empty for this system, a fake tree in tests.
+std::size_t cgroup_cpu_limit(const std::string& root);
 
 // Pins the calling thread to `cpu` (pthread_setaffinity_np); throws
 // std::system_error if it fails, naming `what` (the worker and its pool).
