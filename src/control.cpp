@@ -484,7 +484,15 @@ void pool::rescue_mail(std::size_t i) noexcept {
 // ---------------------------------------------------------------------------
 // Bounded submission
 
-pool::admission pool::admit() {
+pool::admission pool::admit(bool bound) {
+  // A job for one worker (spawn_on, submit_on) runs on that worker only:
+  // run_here would run it on this thread, and a callable could only run it
+  // here or keep it to run on some other thread later. So it waits for
+  // room as with block; reject still throws, which runs it nowhere.
+  const bool waits =
+      on_full_.handler_ == nullptr
+          ? on_full_.kind_ == overflow::block || (bound && on_full_.kind_ == overflow::run_here)
+          : bound;
   std::size_t n = queued_.load(std::memory_order_relaxed);
   bool counted = false;
   for (;;) {
@@ -497,7 +505,7 @@ pool::admission pool::admit() {
     // Relaxed: a counter (stats()); once per submission, however long it
     // blocks.
     if (!std::exchange(counted, true)) overflowed_.fetch_add(1, std::memory_order_relaxed);
-    if (on_full_.handler_ == nullptr && on_full_.kind_ == overflow::block) {
+    if (waits) {
       std::unique_lock lock{room_mutex_};
       // seq_cst: a Dekker pair with release_slot(): either it sees us
       // blocked and notifies, or our check below sees its decrement.
@@ -531,7 +539,7 @@ void pool::dispatch_bounded(detail::job* j, destination d) {
     push_to(j, d);
     return;
   }
-  switch (admit()) {
+  switch (admit(d.kind == destination::mailbox)) {
     case admission::slot:
       j->flags |= detail::job_flags::throttled;
       try {

@@ -64,7 +64,8 @@ enum class priority : std::uint8_t { low, normal, high };
 enum class overflow : std::uint8_t {
   block,     ///< wait until a queued job starts and leaves room
   reject,    ///< throw weft::queue_full; nothing is queued
-  run_here,  ///< run the job on the submitting thread, now
+  run_here,  ///< run the job on the submitting thread, now; one for a chosen
+             ///< worker (spawn_on, submit_on) waits for room instead, as with block
 };
 
 /// A job that found no room in a full pool, handed to the overflow callable
@@ -115,6 +116,8 @@ class overflow_policy {
   /// overflow::block, reject or run_here.
   overflow_policy(overflow o = overflow::block) noexcept : kind_(o) {}
   /// A callable f(weft::job): called on the submitting thread with the job.
+  /// A job for a chosen worker (spawn_on, submit_on) is not handed to it:
+  /// it waits for room, as with overflow::block.
   template <class F>
   requires(std::is_invocable_v<F&, job> && !std::is_same_v<std::decay_t<F>, overflow_policy> &&
            !std::is_same_v<std::decay_t<F>, overflow>) overflow_policy(F&& f)
@@ -319,6 +322,8 @@ class pool {
   /// were sent. For thread-affine work and per-worker state
   /// (docs/control.md, "A job on a chosen worker"). Throws usage_error for
   /// an index out of range (always in sequential mode, which has no workers).
+  /// Under a full bound (pool_options::capacity) it is never run by the
+  /// sender: with run_here or a callable policy it waits for room.
   template <class F>
   void spawn_on(std::size_t worker, F&& f) {
     check_callable<F>();
@@ -887,9 +892,10 @@ class pool {
     return on_own_worker() || detail::running_scope::find(this, e);
   }
   // Bounded submission: takes a slot, or applies the policy when there is
-  // none (blocks, throws queue_full, or says what to do instead).
+  // none (blocks, throws queue_full, or says what to do instead). A job
+  // bound to one worker (a mailbox) is never run here nor handed over.
   enum class admission : std::uint8_t { slot, run_here, hand_over };
-  admission admit();
+  admission admit(bool bound);
   // A job that held a slot has started, or was dropped (any thread).
   void release_slot() noexcept;
   // Called by every job kind that purge may drop, as it starts: gives back

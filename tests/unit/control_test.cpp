@@ -430,6 +430,73 @@ TEST(control, run_here_runs_on_the_submitting_thread) {
   pool.wait();
 }
 
+// A job for worker i runs on worker i only, also when it finds the bound
+// reached: with run_here (or a callable) it waits for room as with block,
+// rather than run on the submitting thread.
+TEST(control, a_job_for_a_chosen_worker_waits_for_room_under_run_here) {
+  weft::pool pool{{.threads = 2, .capacity = 1, .on_full = weft::overflow::run_here}};
+  pool.pause();
+  pool.spawn([] {});  // takes the only slot until resume()
+  std::optional<std::size_t> spawned_on;
+  std::atomic<bool> sent{false};
+  std::thread producer([&] {
+    pool.spawn_on(1, [&] { spawned_on = weft::this_worker::index(); });
+    sent.store(true);
+  });
+  // The producer met the policy, and waits.
+  while (pool.stats().overflowed == 0) std::this_thread::yield();
+  std::this_thread::sleep_for(5ms);
+  EXPECT_FALSE(sent.load());
+  pool.resume();
+  producer.join();
+  pool.wait();
+  EXPECT_EQ(spawned_on, std::optional<std::size_t>{1});
+
+  // submit_on, and from the thread that will resume the pool's worker 0.
+  pool.pause();
+  pool.spawn([] {});
+  std::thread resumer([&] {
+    while (pool.stats().overflowed < 2) std::this_thread::yield();
+    pool.resume();
+  });
+  auto f = pool.submit_on(0, [] { return weft::this_worker::index(); });
+  EXPECT_EQ(f.get(), std::optional<std::size_t>{0});
+  resumer.join();
+  // A job for any worker still runs here.
+  pool.pause();
+  pool.spawn([] {});
+  const auto me = std::this_thread::get_id();
+  EXPECT_EQ(pool.submit([] { return std::this_thread::get_id(); }).get(), me);
+  pool.resume();
+  pool.wait();
+  EXPECT_EQ(pool.stats().overflowed, 3U);
+}
+
+TEST(control, a_job_for_a_chosen_worker_is_not_handed_to_the_overflow_callable) {
+  std::atomic<int> handed{0};
+  weft::pool pool{{.threads = 2, .capacity = 1, .on_full = [&handed](weft::job j) {
+                     handed.fetch_add(1);
+                     j.run();
+                   }}};
+  pool.pause();
+  pool.spawn([] {});
+  std::thread resumer([&] {
+    while (pool.stats().overflowed == 0) std::this_thread::yield();
+    pool.resume();
+  });
+  auto f = pool.submit_on(1, [] { return weft::this_worker::index(); });
+  EXPECT_EQ(f.get(), std::optional<std::size_t>{1});
+  resumer.join();
+  EXPECT_EQ(handed.load(), 0);
+  // Under reject it is refused like any other job.
+  weft::pool strict{{.threads = 2, .capacity = 1, .on_full = weft::overflow::reject}};
+  strict.pause();
+  strict.spawn([] {});
+  EXPECT_THROW(strict.spawn_on(0, [] {}), weft::queue_full);
+  strict.resume();
+  strict.wait();
+}
+
 TEST(control, an_overflow_callable_gets_the_job_to_run_keep_or_drop) {
   std::vector<weft::job> kept;
   weft::pool pool{{.threads = 2, .capacity = 1, .on_full = [&kept](weft::job j) {
