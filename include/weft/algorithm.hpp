@@ -239,23 +239,9 @@ std::size_t length(It first, It last, const char* fn) {
   return static_cast<std::size_t>(n);
 }
 
-template <class It>
-constexpr bool random_access_v = std::random_access_iterator<It>;
-
 template <class T, class It, class Op, class Tf>
 T transform_reduce_impl(pool& p, It first, It last, T init, Op& op, Tf& tf, grain g,
                         const char* fn) {
-  using U = std::invoke_result_t<Tf&, std::iter_reference_t<It>>;
-  static_assert(std::constructible_from<T, U>,
-                "weft::reduce/transform_reduce: the type of init must be constructible from "
-                "each (transformed) element: the first element of every piece but the leftmost "
-                "starts that piece's partial result");
-  static_assert(std::is_convertible_v<std::invoke_result_t<Op&, T, U>, T>,
-                "weft::reduce/transform_reduce: op(T, element) must return something "
-                "convertible to T, the type of init");
-  static_assert(std::is_convertible_v<std::invoke_result_t<Op&, T, T>, T>,
-                "weft::reduce/transform_reduce: op(T, T) must return something convertible to "
-                "T, the type of init (it combines two pieces' partial results)");
   check_grain(g, fn);
   const std::size_t n = length(first, last, fn);
   if (n == 0) return init;
@@ -277,6 +263,64 @@ T transform_reduce_impl(pool& p, It first, It last, T init, Op& op, Tf& tf, grai
 
 }  // namespace detail::algo
 
+/// An iterator the parallel algorithms take: random access, so that a range
+/// splits in two in constant time (vector, array, deque, span, pointers,
+/// std::views::iota).
+template <class It>
+concept random_access_input = std::random_access_iterator<It>;
+
+/// A range weft::map takes: random access and sized.
+template <class R>
+concept random_access_input_range =
+    std::ranges::random_access_range<R> && std::ranges::sized_range<R>;
+
+/// An element function: F can be called with an element of It (*it).
+template <class F, class It>
+concept element_function = std::is_invocable_v<F&, std::iter_reference_t<It>>;
+
+namespace detail::algo {
+
+// What reduce and transform_reduce fold: init's type T starts from an
+// element U (the first of every piece but the leftmost), op(T, U) folds an
+// element in and op(T, T) combines two pieces, both giving a T.
+template <class Op, class T, class U>
+concept folds = std::constructible_from<T, U> && std::is_invocable_r_v<T, Op&, T, U> &&
+    std::is_invocable_r_v<T, Op&, T, T>;
+
+// What map can collect: a value f returns, the vector's elements.
+template <class R>
+concept map_result =
+    !std::is_void_v<R> && std::is_default_constructible_v<R> && std::is_move_assignable_v<R>;
+
+// The reasons reduce and transform_reduce refuse an init and an op, for
+// their diagnostic overloads: the first that applies.
+template <class Op, class T, class U>
+constexpr void explain_folds() {
+  if constexpr (!std::constructible_from<T, U>) {
+    static_assert(std::constructible_from<T, U>,
+                  "weft::reduce/transform_reduce: the type of init must be constructible from "
+                  "each (transformed) element: the first element of every piece but the "
+                  "leftmost starts that piece's partial result");
+  } else if constexpr (!std::is_invocable_r_v<T, Op&, T, U>) {
+    static_assert(std::is_invocable_r_v<T, Op&, T, U>,
+                  "weft::reduce/transform_reduce: op(T, element) must return something "
+                  "convertible to T, the type of init");
+  } else {
+    static_assert(std::is_invocable_r_v<T, Op&, T, T>,
+                  "weft::reduce/transform_reduce: op(T, T) must return something convertible "
+                  "to T, the type of init (it combines two pieces' partial results)");
+  }
+}
+
+}  // namespace detail::algo
+
+// Every algorithm comes in two overloads: the one that runs, constrained by
+// what it takes, and a diagnostic one for every other call, whose
+// static_assert says what is wrong as the first error and the only one
+// (the constrained overload is more constrained, so it wins whenever it is
+// viable; tests/compile_fail checks the messages). Doxygen does not list
+// the diagnostic ones.
+
 // All algorithms below run on `pool`. Called from a thread that is no
 // worker, on a pool of two workers or more, the caller runs the loop itself
 // in a worker's place (its elements see this_worker::index() == max_size(),
@@ -293,13 +337,8 @@ T transform_reduce_impl(pool& p, It first, It last, T init, Op& op, Tf& tf, grai
 // Misuse (last before first, grain{0}) throws weft::usage_error.
 
 /// Calls f(*it) for every it in [first, last).
-template <class It, class F>
+template <random_access_input It, element_function<It> F>
 void for_each(pool& pool, It first, It last, F f, grain g = {}) {
-  static_assert(detail::algo::random_access_v<It>,
-                "weft::for_each: random-access iterators only (vector, array, deque, pointers, "
-                "std::views::iota); copy other ranges into a std::vector first");
-  static_assert(std::is_invocable_v<F&, std::iter_reference_t<It>>,
-                "weft::for_each: f must be callable with an element (*first)");
   detail::algo::check_grain(g, "weft::for_each");
   const std::size_t n = detail::algo::length(first, last, "weft::for_each");
   if (n == 0) return;
@@ -312,17 +351,29 @@ void for_each(pool& pool, It first, It last, F f, grain g = {}) {
   auto combine = detail::algo::keep_nothing;
   detail::algo::run<detail::algo::nothing>(pool, n, g.size, leaf, combine);
 }
+// for_each that is not given random-access iterators, or an f it can call.
+/// \cond
+template <class It, class F>
+void for_each(pool&, It, It, F, grain = {}) {
+  if constexpr (!random_access_input<It>) {
+    static_assert(random_access_input<It>,
+                  "weft::for_each: random-access iterators only (vector, array, deque, "
+                  "pointers, std::views::iota); copy other ranges into a std::vector first");
+  } else {
+    static_assert(element_function<F, It>,
+                  "weft::for_each: f must be callable with an element (*first)");
+  }
+}
+/// \endcond
 
 /// Calls f(i) for every integer i in [begin, end), in the common type I of
 /// both bounds. Throws usage_error if a bound does not fit I (e.g. -1 and a
 /// std::size_t) or end < begin.
 template <std::integral B, std::integral E, class F>
+requires std::is_invocable_v<F&, std::common_type_t<B, E>>
 void for_each_index(pool& pool, B begin, E end, F f, grain g = {}) {
   using I = std::common_type_t<B, E>;
   using U = std::make_unsigned_t<I>;
-  static_assert(std::is_invocable_v<F&, I>,
-                "weft::for_each_index: f must be callable with an index (the common type of "
-                "begin and end)");
   detail::algo::check_grain(g, "weft::for_each_index");
   if (!std::in_range<I>(begin) || !std::in_range<I>(end)) {
     throw usage_error(
@@ -352,20 +403,29 @@ void for_each_index(pool& pool, B begin, E end, F f, grain g = {}) {
   auto combine = detail::algo::keep_nothing;
   detail::algo::run<detail::algo::nothing>(pool, n, g.size, leaf, combine);
 }
+// for_each_index that is not given integers, or an f it can call.
+/// \cond
+template <class B, class E, class F>
+void for_each_index(pool&, B, E, F, grain = {}) {
+  if constexpr (!std::integral<B> || !std::integral<E>) {
+    static_assert(std::integral<B> && std::integral<E>,
+                  "weft::for_each_index: begin and end must be integers (for iterators, use "
+                  "weft::for_each)");
+  } else {
+    static_assert(std::is_invocable_v<F&, std::common_type_t<B, E>>,
+                  "weft::for_each_index: f must be callable with an index (the common type of "
+                  "begin and end)");
+  }
+}
+/// \endcond
 
 /// out[i] = f(first[i]) for every i; returns out + (last - first). `out` must
 /// be a random-access iterator to at least that many elements; [first, last)
 /// and the output may coincide (in place) but must not otherwise overlap.
-template <class It, class Out, class F>
-Out transform(pool& pool, It first, It last, Out out, F f, grain g = {}) {
-  static_assert(detail::algo::random_access_v<It>,
-                "weft::transform: random-access input iterators only (vector, array, deque, "
-                "pointers, std::views::iota); copy other ranges into a std::vector first");
-  static_assert(detail::algo::random_access_v<Out>,
-                "weft::transform: the output must be a random-access iterator (e.g. "
-                "v.begin() of a vector already sized, not std::back_inserter)");
-  static_assert(std::is_invocable_v<F&, std::iter_reference_t<It>>,
-                "weft::transform: f must be callable with an element (*first)");
+template <random_access_input It, std::random_access_iterator Out, element_function<It> F>
+requires std::is_assignable_v<std::iter_reference_t<Out>,
+                              std::invoke_result_t<F&, std::iter_reference_t<It>>>
+    Out transform(pool& pool, It first, It last, Out out, F f, grain g = {}) {
   detail::algo::check_grain(g, "weft::transform");
   const std::size_t n = detail::algo::length(first, last, "weft::transform");
   if (n == 0) return out;
@@ -380,51 +440,97 @@ Out transform(pool& pool, It first, It last, Out out, F f, grain g = {}) {
   detail::algo::run<detail::algo::nothing>(pool, n, g.size, leaf, combine);
   return out + static_cast<std::iter_difference_t<Out>>(n);
 }
+// transform that is not given random-access iterators, an f it can call,
+// or an output that takes f's results.
+/// \cond
+template <class It, class Out, class F>
+Out transform(pool&, It, It, Out out, F, grain = {}) {
+  if constexpr (!random_access_input<It>) {
+    static_assert(random_access_input<It>,
+                  "weft::transform: random-access input iterators only (vector, array, deque, "
+                  "pointers, std::views::iota); copy other ranges into a std::vector first");
+  } else if constexpr (!std::random_access_iterator<Out>) {
+    static_assert(std::random_access_iterator<Out>,
+                  "weft::transform: the output must be a random-access iterator (e.g. "
+                  "v.begin() of a vector already sized, not std::back_inserter)");
+  } else if constexpr (!element_function<F, It>) {
+    static_assert(element_function<F, It>,
+                  "weft::transform: f must be callable with an element (*first)");
+  } else {
+    static_assert(std::is_assignable_v<std::iter_reference_t<Out>,
+                                       std::invoke_result_t<F&, std::iter_reference_t<It>>>,
+                  "weft::transform: f's result must be assignable to an element of the output "
+                  "(*out = f(*first))");
+  }
+  return out;
+}
+/// \endcond
 
 /// Returns init op x0 op x1 op ... op x(n-1) for an associative op (it need
 /// not be commutative, and need not have an identity): the result equals the
 /// sequential left fold up to associativity, on every run. init is used
 /// exactly once, as the leftmost operand; every piece folds left to right,
 /// and two adjacent pieces combine as op(left, right). T is init's type.
-template <class It, class T, class Op = std::plus<>>
-T reduce(pool& pool, It first, It last, T init, Op op = {}, grain g = {}) {
-  static_assert(detail::algo::random_access_v<It>,
-                "weft::reduce: random-access iterators only (vector, array, deque, pointers, "
-                "std::views::iota); copy other ranges into a std::vector first");
+template <random_access_input It, class T, class Op = std::plus<>>
+requires detail::algo::folds<Op, T, std::iter_reference_t<It>> T reduce(pool& pool, It first,
+                                                                        It last, T init, Op op = {},
+                                                                        grain g = {}) {
   auto identity = [](auto&& x) -> decltype(auto) { return std::forward<decltype(x)>(x); };
   return detail::algo::transform_reduce_impl(pool, first, last, std::move(init), op, identity, g,
                                              "weft::reduce");
 }
+// reduce that is not given random-access iterators, or an init and op it
+// can fold with.
+/// \cond
+template <class It, class T, class Op = std::plus<>>
+T reduce(pool&, It, It, T init, Op = {}, grain = {}) {
+  if constexpr (!random_access_input<It>) {
+    static_assert(random_access_input<It>,
+                  "weft::reduce: random-access iterators only (vector, array, deque, pointers, "
+                  "std::views::iota); copy other ranges into a std::vector first");
+  } else {
+    detail::algo::explain_folds<Op, T, std::iter_reference_t<It>>();
+  }
+  return init;
+}
+/// \endcond
 
 /// reduce() over transform_op(*it) instead of *it, in the same order.
-template <class It, class T, class Op, class Tf>
-T transform_reduce(pool& pool, It first, It last, T init, Op reduce_op, Tf transform_op,
-                   grain g = {}) {
-  static_assert(detail::algo::random_access_v<It>,
-                "weft::transform_reduce: random-access iterators only (vector, array, deque, "
-                "pointers, std::views::iota); copy other ranges into a std::vector first");
-  static_assert(std::is_invocable_v<Tf&, std::iter_reference_t<It>>,
-                "weft::transform_reduce: transform_op must be callable with an element (*first)");
+template <random_access_input It, class T, class Op, element_function<It> Tf>
+requires detail::algo::folds<Op, T, std::invoke_result_t<Tf&, std::iter_reference_t<It>>> T
+transform_reduce(pool& pool, It first, It last, T init, Op reduce_op, Tf transform_op,
+                 grain g = {}) {
   return detail::algo::transform_reduce_impl(pool, first, last, std::move(init), reduce_op,
                                              transform_op, g, "weft::transform_reduce");
 }
+// transform_reduce that is not given random-access iterators, a
+// transform_op it can call, or an init and reduce_op it can fold with.
+/// \cond
+template <class It, class T, class Op, class Tf>
+T transform_reduce(pool&, It, It, T init, Op, Tf, grain = {}) {
+  if constexpr (!random_access_input<It>) {
+    static_assert(random_access_input<It>,
+                  "weft::transform_reduce: random-access iterators only (vector, array, deque, "
+                  "pointers, std::views::iota); copy other ranges into a std::vector first");
+  } else if constexpr (!element_function<Tf, It>) {
+    static_assert(element_function<Tf, It>,
+                  "weft::transform_reduce: transform_op must be callable with an element "
+                  "(*first)");
+  } else {
+    detail::algo::explain_folds<Op, T, std::invoke_result_t<Tf&, std::iter_reference_t<It>>>();
+  }
+  return init;
+}
+/// \endcond
 
 /// Returns {f(r[0]), f(r[1]), ...}: the results in input order. The result
 /// type R (f's, without reference or cv) must be default-constructible and
 /// move-assignable.
-template <class Range, class F>
+template <random_access_input_range Range, element_function<std::ranges::iterator_t<Range>> F>
+requires detail::algo::map_result<
+    std::remove_cvref_t<std::invoke_result_t<F&, std::ranges::range_reference_t<Range>>>>
 auto map(pool& pool, Range&& range, F f, grain g = {}) {
-  static_assert(std::ranges::random_access_range<Range> && std::ranges::sized_range<Range>,
-                "weft::map: the range must be sized and random-access (vector, array, span, "
-                "std::views::iota); copy other ranges into a std::vector first");
-  using Ref = std::ranges::range_reference_t<Range>;
-  static_assert(std::is_invocable_v<F&, Ref>,
-                "weft::map: f must be callable with an element of the range");
-  using R = std::remove_cvref_t<std::invoke_result_t<F&, Ref>>;
-  static_assert(!std::is_void_v<R>, "weft::map: f returns nothing; use weft::for_each");
-  static_assert(std::is_default_constructible_v<R> && std::is_move_assignable_v<R>,
-                "weft::map: f's result type must be default-constructible and move-assignable "
-                "(the vector is sized first, then filled in parallel)");
+  using R = std::remove_cvref_t<std::invoke_result_t<F&, std::ranges::range_reference_t<Range>>>;
   // std::vector<bool> packs bits: parallel writes to neighbours would race.
   using Slot = std::conditional_t<std::is_same_v<R, bool>, unsigned char, R>;
   detail::algo::check_grain(g, "weft::map");
@@ -439,5 +545,31 @@ auto map(pool& pool, Range&& range, F f, grain g = {}) {
     return slots;
   }
 }
+// map that is not given a sized random-access range, an f it can call, or
+// an f whose results it can collect. Its return type is deduced, so that
+// `auto r = weft::map(...)` reports the static_assert first.
+/// \cond
+template <class Range, class F>
+auto map(pool&, Range&&, F, grain = {}) {
+  if constexpr (!random_access_input_range<Range>) {
+    static_assert(random_access_input_range<Range>,
+                  "weft::map: the range must be sized and random-access (vector, array, span, "
+                  "std::views::iota); copy other ranges into a std::vector first");
+  } else if constexpr (!element_function<F, std::ranges::iterator_t<Range>>) {
+    static_assert(element_function<F, std::ranges::iterator_t<Range>>,
+                  "weft::map: f must be callable with an element of the range");
+  } else {
+    using R = std::remove_cvref_t<std::invoke_result_t<F&, std::ranges::range_reference_t<Range>>>;
+    if constexpr (std::is_void_v<R>) {
+      static_assert(!std::is_void_v<R>, "weft::map: f returns nothing; use weft::for_each");
+    } else {
+      static_assert(detail::algo::map_result<R>,
+                    "weft::map: f's result type must be default-constructible and "
+                    "move-assignable (the vector is sized first, then filled in parallel)");
+    }
+  }
+  return detail::algo::nothing{};
+}
+/// \endcond
 
 }  // namespace weft

@@ -22,6 +22,15 @@ namespace weft {
 
 namespace detail {
 struct collect_access;
+
+// The result types collect<R> can return: values it can move into the
+// std::vector<R>.
+template <class R>
+concept collect_result =
+    !std::is_void_v<R> && !std::is_reference_v<R> && std::is_move_constructible_v<R>;
+
+// What collect's diagnostic overload returns: something `auto r =` takes.
+struct no_results {};
 }  // namespace detail
 
 /// Where the jobs of one weft::collect call go. collect() passes it to its
@@ -35,13 +44,6 @@ struct collect_access;
 /// terminate_with() after it is ignored (it returns false).
 template <class R>
 class collector {
-  static_assert(!std::is_void_v<R>,
-                "weft::collect<void>: there are no results to collect; use weft::task_group "
-                "(spawn, cancel, wait) for jobs without results");
-  static_assert(!std::is_reference_v<R> && std::is_move_constructible_v<R>,
-                "weft::collect<R>: R must be a move-constructible value type (the results are "
-                "moved into the returned std::vector<R>)");
-
  public:
   collector(const collector&) = delete;
   collector& operator=(const collector&) = delete;
@@ -122,6 +124,27 @@ class collector {
   bool decided_ = false;         // guarded by mutex_
   std::optional<R> terminated_;  // guarded by mutex_
   std::exception_ptr error_;     // guarded by mutex_
+};
+
+// collector<R> for an R that collect cannot return (void, a reference, a
+// type that cannot be moved): the reason as the first error and the only
+// one, with the members a body calls declared so that they add none.
+template <class R>
+requires(!detail::collect_result<R>) class collector<R> {
+  static_assert(!std::is_void_v<R>,
+                "weft::collect<void>: there are no results to collect; use weft::task_group "
+                "(spawn, cancel, wait) for jobs without results");
+  static_assert(std::is_void_v<R> || detail::collect_result<R>,
+                "weft::collect<R>: R must be a move-constructible value type (the results are "
+                "moved into the returned std::vector<R>)");
+
+ public:
+  template <class F>
+  void spawn(F&& f);
+  template <class V>
+  bool terminate_with(V&& value);
+  [[nodiscard]] bool stop_requested() const noexcept;
+  [[nodiscard]] pool& owner() const noexcept;
 };
 
 // A job's callable: runs f and fills its place, unless the outcome is
@@ -220,11 +243,26 @@ struct collect_access {
 /// sequential pool (threads = 0) the jobs run in spawn order once the body
 /// has returned. R is explicit: weft::collect<int>(pool, body).
 template <class R, class Body>
-std::vector<R> collect(pool& p, Body&& body) {
-  static_assert(std::is_invocable_v<Body&, collector<R>&>,
-                "weft::collect<R>(pool, body): body must be callable with a "
-                "weft::collector<R>& (where it spawns the jobs)");
-  return detail::collect_access::run<R>(p, body);
+requires detail::collect_result<R> && std::is_invocable_v < Body&, collector<R>
+& > std::vector<R> collect(pool& p, Body&& body) { return detail::collect_access::run<R>(p, body); }
+
+// What a call collect() does not accept selects instead: the reason as the
+// first error and the only one (the return type is deduced, so that
+// `auto r = weft::collect<R>(...)` reports it first too).
+/// \cond
+template <class R, class Body>
+auto collect(pool&, Body&&) {
+  if constexpr (!detail::collect_result<R>) {
+    // collector<R>'s static_asserts say why (unless the body's parameter
+    // did already).
+    static_cast<void>(sizeof(collector<R>));
+  } else {
+    static_assert(std::is_invocable_v<Body&, collector<R>&>,
+                  "weft::collect<R>(pool, body): body must be callable with a "
+                  "weft::collector<R>& (where it spawns the jobs)");
+  }
+  return detail::no_results{};
 }
+/// \endcond
 
 }  // namespace weft

@@ -1,4 +1,4 @@
-// expect: weft::collect<void>: there are no results to collect
+// expect-only: weft::collect<void>: there are no results to collect
 #include <weft/weft.hpp>
 
 int main() {
