@@ -1,7 +1,7 @@
 // Continuations and batches: LibZ.Jobs' continueWith chain (load, parse,
 // sum, each step a job of its own once the previous one has finished) and
-// Hipe's futures example (submit a batch, wait for all, get all), and a
-// batch of detached jobs.
+// Hipe's futures example (submit a batch, wait for all, get all), a batch
+// of detached jobs, and a future chained after its pool is gone.
 #include <cstddef>
 #include <cstdio>
 #include <numeric>
@@ -46,14 +46,26 @@ int main() {
   pool.wait();
   const long cube_checks = std::accumulate(cubes.begin(), cubes.end(), 0L) % 1'000'003;
 
+  // A future may outlive its pool. Chained once the pool is gone, its
+  // continuation runs inside then(), on this thread; when_all of nothing is
+  // a ready future of an empty vector.
+  weft::future<long> kept;
+  {
+    weft::pool short_lived{{.threads = 1, .name = "short-lived"}};
+    kept = short_lived.submit([] { return 41L; });
+  }  // the destructor ran the job
+  const long late = std::move(kept).then([](long x) { return x + 1; }).get();
+  const std::size_t nothing = weft::when_all(std::vector<weft::future<long>>{}).get().size();
+
   const long sum = total.get();
   std::printf(
       "continueWith chain: %ld; sum of 1000 squares from a batch: %ld; of 10000 cubes, "
-      "mod 1000003: %ld\n",
-      sum, sum_of_squares, cube_checks);
+      "mod 1000003: %ld; chained after its pool: %ld; when_all of nothing: %zu values\n",
+      sum, sum_of_squares, cube_checks, late, nothing);
   long expected_cubes = 0;
   for (long i = 0; i < 10'000; ++i) expected_cubes += i * i * i;
-  return sum == 55 && sum_of_squares == 332'833'500 && cube_checks == expected_cubes % 1'000'003
+  return sum == 55 && sum_of_squares == 332'833'500 && cube_checks == expected_cubes % 1'000'003 &&
+                 late == 42 && nothing == 0
              ? 0
              : 1;
 }

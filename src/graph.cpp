@@ -596,6 +596,7 @@ void graph_core::init_state(run_state* s, pool& p, unsigned epoch, std::size_t r
   s->graph = this;                         // future<void>::wait() refuses a wait from our own tasks
   s->dropped = &run_state::on_dropped;
   s->owner = &p;
+  s->owner_life = p.life();
   s->epoch = epoch;
   s->repeats = runs - 1;
   s->until = std::move(until);

@@ -164,10 +164,14 @@ pool::pool(pool_options options)
   // Every worker slot exists before any thread starts, so thieves can scan
   // workers_ without synchronisation. With pinning or a start hook, every
   // worker runs them and reports before the constructor returns
-  // (docs/control.md).
+  // (docs/control.md). Registered first, before any job can exist: a
+  // future of ours knows us by this entry once its job has finished
+  // (detail/visit.hpp).
+  detail::register_pool(this, life());
   try {
     start_workers(0, threads, start.needed() ? &start : nullptr);
   } catch (...) {
+    detail::unregister_pool(this);
     // Stop hooks that submit to us are refused (pool_closed), as in the
     // destructor.
     closing_.store(true, std::memory_order_seq_cst);
@@ -204,6 +208,10 @@ pool::~pool() {
         stderr);
     std::abort();
   }
+  // From here on a future of ours whose job has finished takes us for gone
+  // (then() runs its continuation itself); one that holds the registry
+  // counts its job first, and we drain it below (docs/continuations.md).
+  detail::unregister_pool(this);
   // A paused pool finishes its work too (docs/control.md).
   if (paused()) resume();
   // seq_cst pairs with the seq_cst load in check_open(): a submitter either

@@ -1,7 +1,10 @@
 #include "weft/detail/visit.hpp"
 
+#include <algorithm>
+#include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace weft::detail {
 
@@ -55,7 +58,46 @@ struct slot_return {
   }
 };
 
+// The registry of live pools (visit.hpp). Never destroyed: a static pool's
+// destructor may run after this file's statics would have been.
+struct live_pool {
+  const void* pool;
+  std::uint32_t life;
+};
+struct pool_registry {
+  std::mutex mutex;
+  std::vector<live_pool> pools;
+};
+pool_registry& registry() {
+  static auto* r = new pool_registry;  // never freed (see above)
+  return *r;
+}
+
 }  // namespace
+
+void register_pool(const void* pool, std::uint32_t life) {
+  pool_registry& r = registry();
+  const std::lock_guard lock{r.mutex};
+  r.pools.push_back({pool, life});
+}
+
+void unregister_pool(const void* pool) noexcept {
+  pool_registry& r = registry();
+  const std::lock_guard lock{r.mutex};
+  // An address is in the registry at most once: a pool there is alive.
+  const auto it = std::find_if(r.pools.begin(), r.pools.end(),
+                               [pool](const live_pool& p) { return p.pool == pool; });
+  if (it == r.pools.end()) return;
+  *it = r.pools.back();
+  r.pools.pop_back();
+}
+
+live_pool_lock::live_pool_lock(const void* pool, std::uint32_t life) : lock_(registry().mutex) {
+  const std::vector<live_pool>& pools = registry().pools;
+  alive_ = std::any_of(pools.begin(), pools.end(), [pool, life](const live_pool& p) {
+    return p.pool == pool && p.life == life;
+  });
+}
 
 visit_slot& my_visit_slot() {
   if (my_slot != nullptr) return *my_slot;

@@ -1,12 +1,16 @@
 // Continuations and future collections: future::then, weft::when_all and
 // weft::when_any. Each makes one job that is counted by the pool when it is
 // made and queued only when the futures it waits for are ready, told by
-// their latches: no thread blocks meanwhile (docs/continuations.md).
+// their latches: no thread blocks meanwhile (docs/continuations.md). When no
+// future has a pool that still takes work (each one's job has finished, and
+// its pool is gone or going), each does its work on the calling thread
+// instead and returns a future that is ready and has no pool.
 #pragma once
 
 #include <atomic>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <limits>
 #include <optional>
@@ -18,6 +22,7 @@
 #include "detail/context.hpp"
 #include "detail/job.hpp"
 #include "detail/latch.hpp"
+#include "detail/visit.hpp"
 #include "errors.hpp"
 #include "future.hpp"
 #include "pool.hpp"
@@ -50,6 +55,61 @@ struct continuation_access {
     p.count_finished(*t.cache, t.epoch, 1);
   }
   static void report_error(pool& p, std::exception_ptr e) noexcept { p.report_error(std::move(e)); }
+  static std::uint32_t life(const pool& p) noexcept { return p.life(); }
+};
+
+// Counts one job, as `counted` does, on the pool of the future whose state is
+// s, if that pool still takes it: c is engaged then, and the pool lives until
+// c is gone and the job has finished. A pool lives until the last of its
+// jobs has finished, so a future whose job has not finished has its pool,
+// which a visit holds while it counts (docs/waiting.md, "A wait racing the
+// pool's destructor"); then the count throws pool_closed, as submit does,
+// once the destruction has begun. A future whose job has finished may have
+// outlived its pool; only the registry of live pools can tell, and while it
+// says the pool is there its destructor cannot begin (detail/visit.hpp).
+// Leaves c empty (and returns false) if the pool is gone or its destruction
+// has begun, or if the future never had one.
+template <class T>
+bool count_on_pool_of(const future_state<T>* s, std::optional<continuation_access::counted>& c) {
+  pool* const p = s->owner;
+  if (p == nullptr) return false;  // made ready without a pool
+  // Our own worker's pool (or the sequential pool whose jobs we run) lives
+  // while we do; if the job has finished, the life number tells whether it
+  // is the future's pool or a later one at the same address.
+  const bool ours = tls.owner == p;
+  if (!s->done.is_set()) {
+    if (ours) {
+      c.emplace(*p);
+      return true;
+    }
+    const visit_scope visit{p};
+    // seq_cst: the other half of the visit's Dekker pair.
+    if (!s->done.is_set_now()) {
+      c.emplace(*p);
+      return true;
+    }
+  }
+  if (ours && continuation_access::life(*p) == s->owner_life) {
+    c.emplace(*p);  // its own jobs may spawn while it closes
+    return true;
+  }
+  const live_pool_lock live{p, s->owner_life};
+  if (!live.alive()) return false;
+  c.emplace(*p);  // not closing: its destructor waits for the registry
+  return true;
+}
+
+// The state of a future that is ready from the start and has no pool: what
+// then, when_all and when_any return when they do their work themselves.
+// Only the future refers to it.
+template <class U>
+struct ready_state final : future_state<U> {
+  ready_state() noexcept {
+    this->run = nullptr;  // never queued
+    this->refs.store(1, std::memory_order_relaxed);
+    this->destroy = &destroy_state;
+  }
+  static void destroy_state(future_state<U>* s) noexcept { delete static_cast<ready_state*>(s); }
 };
 
 // A job counted by its pool from the moment it is made, and queued once
@@ -59,6 +119,7 @@ template <class U, class Self>
 struct deferred_job : future_state<U> {
   deferred_job(pool& owner, const continuation_access::counted& c) noexcept {
     this->owner = &owner;
+    this->owner_life = continuation_access::life(owner);
     this->counted = c.ticket.cache;
     this->epoch = c.ticket.epoch;
     this->run = &run_job;
@@ -155,6 +216,46 @@ struct then_job final : deferred_job<U, then_job<R, U, F>>, latch_waiter {
   std::optional<F> fn_;
 };
 
+// future::then when no pool takes the continuation: first is ready, and f
+// runs here, as then_job::gather() would run it; the returned future is
+// ready. Copying f or allocating the state may throw, before first is taken.
+template <class U, class R, class F>
+future<U> then_here(future<R>& first, F&& f) {
+  std::optional<std::decay_t<F>> fn{std::in_place, std::forward<F>(f)};
+  auto* s = new ready_state<U>;
+  future<U> result = future_access::make<U>(s);
+  future<R> taken = std::move(first);
+  if (std::exception_ptr e = take_error(taken)) {
+    s->error = std::move(e);  // f is skipped
+  } else {
+    try {
+      // NOLINTBEGIN(bugprone-unchecked-optional-access): engaged until reset
+      if constexpr (std::is_void_v<R>) {
+        taken.get();
+        if constexpr (std::is_void_v<U>) {
+          (*fn)();
+          s->value.emplace();
+        } else {
+          s->value.emplace((*fn)());
+        }
+      } else {
+        if constexpr (std::is_void_v<U>) {
+          (*fn)(taken.get());
+          s->value.emplace();
+        } else {
+          s->value.emplace((*fn)(taken.get()));
+        }
+      }
+      // NOLINTEND(bugprone-unchecked-optional-access)
+    } catch (...) {
+      s->error = std::current_exception();
+    }
+  }
+  fn.reset();  // as in a job: the callable goes before the future is ready
+  s->done.set();
+  return result;
+}
+
 // One subscription of a collection's job to one future's latch.
 template <class Job>
 struct member_waiter final : latch_waiter {
@@ -162,10 +263,9 @@ struct member_waiter final : latch_waiter {
   std::size_t index = 0;
 };
 
-// The pool a collection's job runs on: the first future's. Throws
-// usage_error for an empty future in the vector.
+// Throws usage_error for an empty future in the vector.
 template <class T>
-pool& collection_pool(const std::vector<future<T>>& fs, const char* what) {
+void check_collection(const std::vector<future<T>>& fs, const char* what) {
   for (std::size_t i = 0; i < fs.size(); ++i) {
     if (!fs[i].valid()) {
       throw usage_error(std::string{"weft::"} + what + ": the future at index " +
@@ -174,7 +274,80 @@ pool& collection_pool(const std::vector<future<T>>& fs, const char* what) {
                         "called); pass only futures returned by submit, then or when_all");
     }
   }
-  return *future_access::state(fs.front())->owner;
+}
+
+// Counts a collection's job on the pool it runs on: the first future's, or,
+// if that one is gone or going, the next future's that is not, in index
+// order (count_on_pool_of()). c stays empty if there is none: every future
+// is then ready (one that is not has its pool).
+template <class T>
+void count_collection(const std::vector<future<T>>& fs,
+                      std::optional<continuation_access::counted>& c) {
+  // A pool found gone stays gone: its other futures ask nobody.
+  const pool* gone = nullptr;
+  std::uint32_t gone_life = 0;
+  for (const future<T>& f : fs) {
+    const future_state<T>* s = future_access::state(f);
+    if (s->owner == gone && s->owner_life == gone_life && s->done.is_set()) continue;
+    if (count_on_pool_of(s, c)) return;
+    gone = s->owner;
+    gone_life = s->owner_life;
+  }
+}
+
+// A ready future's result into when_all's values (or its first exception,
+// the first in index order; the values after it are dropped unread).
+// noexcept: a value whose move throws becomes the exception, as if its job
+// had thrown.
+template <class T, class Values>
+void take_result(future<T>& f, Values& values, std::exception_ptr& first_error) noexcept {
+  if (std::exception_ptr e = take_error(f)) {
+    if (!first_error) first_error = std::move(e);
+    return;
+  }
+  try {
+    if constexpr (std::is_void_v<T>) {
+      f.get();
+    } else if (first_error) {
+      f = future<T>{};  // dropped unread, here rather than at the end
+    } else {
+      values.push_back(f.get());
+    }
+  } catch (...) {
+    if (!first_error) first_error = std::current_exception();
+  }
+}
+
+// when_all when no pool takes its job: every future is ready, and their
+// results are taken here, into a future that is ready.
+template <class T>
+future<when_all_result_t<T>> all_here(std::vector<future<T>>& futures) {
+  using U = when_all_result_t<T>;
+  auto* s = new ready_state<U>;
+  future<U> result = future_access::make<U>(s);
+  struct no_values {};
+  std::conditional_t<std::is_void_v<T>, no_values, std::vector<T>> values;
+  if constexpr (!std::is_void_v<T>) values.reserve(futures.size());
+  std::exception_ptr first_error;
+  for (future<T>& f : futures) take_result(f, values, first_error);
+  futures.clear();
+  if (first_error) {
+    s->error = std::move(first_error);
+  } else if constexpr (std::is_void_v<T>) {
+    s->value.emplace();
+  } else {
+    s->value.emplace(std::move(values));
+  }
+  s->done.set();
+  return result;
+}
+
+// A future of index i, ready (when_any with no pool to run on).
+inline future<std::size_t> ready_index(std::size_t i) {
+  auto* s = new ready_state<std::size_t>;
+  s->value.emplace(i);
+  s->done.set();
+  return future_access::make<std::size_t>(s);
 }
 
 // when_all's job: walks its futures in index order, waiting on one at a
@@ -215,25 +388,8 @@ struct all_job final : deferred_job<when_all_result_t<T>, all_job<T>> {
     this->queue();
   }
 
-  // A ready future's result into the job. noexcept: a value whose move
-  // throws becomes the job's exception (as if its job had thrown).
-  void take(future<T>& f) noexcept {
-    if (std::exception_ptr e = take_error(f)) {
-      if (!first_error) first_error = std::move(e);
-      return;
-    }
-    try {
-      if constexpr (std::is_void_v<T>) {
-        f.get();
-      } else if (first_error) {
-        f = future<T>{};  // dropped unread, here rather than at the end
-      } else {
-        values.push_back(f.get());
-      }
-    } catch (...) {
-      if (!first_error) first_error = std::current_exception();
-    }
-  }
+  // A ready future's result into the job.
+  void take(future<T>& f) noexcept { take_result(f, values, first_error); }
 
   void gather() {
     futures.clear();
@@ -325,13 +481,18 @@ future<detail::then_result_t<R, F>> future<R>::then(F&& f) && {
           "get() was already called); call then() once, on the future submit or then returned");
     }
     using job = detail::then_job<R, U, std::decay_t<F>>;
-    pool& owner = *state_->owner;
-    const detail::continuation_access::counted counted{owner};
+    std::optional<detail::continuation_access::counted> counted;
+    detail::count_on_pool_of(state_, counted);
+    if (!counted) {
+      // The job has finished and no pool takes f: it runs here.
+      return detail::then_here<U>(*this, std::forward<F>(f));
+    }
+    pool& owner = counted->owner;
     job* j = nullptr;
     try {
-      j = new job(owner, counted, std::move(*this), std::forward<F>(f));
+      j = new job(owner, *counted, std::move(*this), std::forward<F>(f));
     } catch (...) {
-      detail::continuation_access::uncount(owner, counted.ticket);
+      detail::continuation_access::uncount(owner, counted->ticket);
       throw;
     }
     future<U> result = detail::future_access::make<U>(j);
@@ -348,24 +509,28 @@ future<detail::then_result_t<R, F>> future<R>::then(F&& f) && {
 /// A future of all the futures' values, in order (future<void> for void
 /// futures), ready once every one of them is; if any threw, it holds the
 /// exception of the lowest index (the others are discarded). Takes the
-/// futures; the gathering runs as a job of the first future's pool, counted
-/// from this call on, and no thread blocks meanwhile. An empty vector gives
-/// a future of an empty vector. Throws usage_error if a future is empty.
+/// futures; the gathering runs as a job of the first future's pool (or, if
+/// that future's job has finished and its pool is gone or being destroyed,
+/// of the next future's in index order that is not), counted from this call
+/// on, and no thread blocks meanwhile. If no future has such a pool (they
+/// are all ready), the results are gathered here and the returned future is
+/// ready, as it is for an empty vector (a future of an empty vector). Throws
+/// usage_error if a future is empty; pool_closed if the pool it would run on
+/// is being destroyed and the future there has not finished (unless called
+/// from one of the pool's jobs).
 template <class T>
 [[nodiscard]] future<when_all_result_t<T>> when_all(std::vector<future<T>> futures) {
   using job = detail::all_job<T>;
-  if (futures.empty()) {
-    throw usage_error(
-        "weft::when_all: the vector of futures is empty, so there is no pool to run on; skip "
-        "the call when there is nothing to wait for");
-  }
-  pool& owner = detail::collection_pool(futures, "when_all");
-  const detail::continuation_access::counted counted{owner};
+  detail::check_collection(futures, "when_all");
+  std::optional<detail::continuation_access::counted> counted;
+  detail::count_collection(futures, counted);
+  if (!counted) return detail::all_here(futures);
+  pool& owner = counted->owner;
   job* j = nullptr;
   try {
-    j = new job(owner, counted, std::move(futures));
+    j = new job(owner, *counted, std::move(futures));
   } catch (...) {
-    detail::continuation_access::uncount(owner, counted.ticket);
+    detail::continuation_access::uncount(owner, counted->ticket);
     throw;
   }
   future<when_all_result_t<T>> result = detail::future_access::make<when_all_result_t<T>>(j);
@@ -376,26 +541,29 @@ template <class T>
 /// A future of the index of a future that is ready: the first to finish (or,
 /// if some are ready already, the lowest index among those seen ready here).
 /// The futures stay with the caller, who may get() them afterwards; the job
-/// that finds the index runs on the first future's pool, counted from this
-/// call on, and no thread blocks meanwhile. Throws usage_error if the vector
-/// is empty or holds an empty future.
+/// that finds the index runs on the pool when_all would choose, counted from
+/// this call on, and no thread blocks meanwhile. If no future has such a
+/// pool (they are all ready), the returned future is ready with index 0. An
+/// empty vector gives a ready future of index `static_cast<std::size_t>(-1)`,
+/// as the Concurrency TS's when_any of an empty range. Throws usage_error if
+/// the vector holds an empty future or more than INT_MAX - 2 futures;
+/// pool_closed as when_all does.
 template <class T>
 [[nodiscard]] future<std::size_t> when_any(std::vector<future<T>>& futures) {
-  if (futures.empty()) {
-    throw usage_error(
-        "weft::when_any: the vector of futures is empty, so none can become ready; pass at "
-        "least one future");
-  }
+  detail::check_collection(futures, "when_any");
   if (futures.size() > static_cast<std::size_t>(INT_MAX) - 2) {
     throw usage_error("weft::when_any: more futures than it can count; split the vector");
   }
-  pool& owner = detail::collection_pool(futures, "when_any");
-  const detail::continuation_access::counted counted{owner};
+  if (futures.empty()) return detail::ready_index(detail::any_job::none);
+  std::optional<detail::continuation_access::counted> counted;
+  detail::count_collection(futures, counted);
+  if (!counted) return detail::ready_index(0);
+  pool& owner = counted->owner;
   detail::any_job* j = nullptr;
   try {
-    j = new detail::any_job(owner, counted, futures.size());
+    j = new detail::any_job(owner, *counted, futures.size());
   } catch (...) {
-    detail::continuation_access::uncount(owner, counted.ticket);
+    detail::continuation_access::uncount(owner, counted->ticket);
     throw;
   }
   future<std::size_t> result = detail::future_access::make<std::size_t>(j);

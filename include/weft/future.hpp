@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <future>
 #include <optional>
@@ -49,7 +50,14 @@ struct future_state : job {
   }
 
   std::atomic<int> refs{2};  // the job and the future
-  latch done;                // set when value or error is final
+  // The pool's life number (pool::life()), which tells it from a later pool
+  // at the same address: once the job has finished, owner may be gone, and
+  // only the registry of live pools, asked with both, can tell (then,
+  // when_all, when_any: docs/continuations.md). In padding before `done`.
+  std::uint32_t owner_life = 0;
+  latch done;  // set when value or error is final
+  // The pool the job runs on; nullptr for a future made ready without one
+  // (when_all of nothing, a continuation run by then() itself).
   pool* owner = nullptr;
   job_cache* counted = nullptr;  // the cache the job is counted against
   void (*destroy)(future_state*) noexcept = nullptr;
@@ -198,8 +206,13 @@ class future {
   /// future holds that exception. Consumes this future (call it on an
   /// rvalue: std::move(fut).then(f)); nothing blocks meanwhile, and the
   /// continuation counts as a job of the pool from this call on (pool.wait()
-  /// and the pool's destructor wait for it). Throws usage_error on an empty
-  /// future, pool_closed as submit() does.
+  /// and the pool's destructor wait for it). A future may outlive its pool:
+  /// if the job has finished and the pool's destruction has begun (or the
+  /// future never had a pool, as when_all of nothing), f runs inside this
+  /// call, on the calling thread, and the returned future is ready (with
+  /// f's exception, if it threw). Throws usage_error on an empty future;
+  /// pool_closed when the job has not finished and the pool's destruction
+  /// has begun (unless called from one of the pool's jobs).
   template <class F>
   [[nodiscard]] future<detail::then_result_t<R, F>> then(F&& f) &&;
   /// Not on an lvalue: a compile-time error says to call std::move(fut).then(f).

@@ -1311,6 +1311,11 @@ class pool {
 
   // Read-mostly after construction.
   const std::uint64_t id_;  // unique over the process's lifetime
+  // The low half of id_, which a future's state keeps beside the pool's
+  // address (future_state::owner_life) and the registry of live pools
+  // holds (detail/visit.hpp): a pool made later at the same address has
+  // another, until 2^32 pools later.
+  [[nodiscard]] std::uint32_t life() const noexcept { return static_cast<std::uint32_t>(id_); }
   std::string name_;
   const bool waiters_help_;  // pool_options::waiters_help
   // What reset_stats() last read of each worker's counters, and when;
@@ -1862,6 +1867,7 @@ struct future_job final : future_state<R> {
     this->run = &run_job;
     this->flags = pool::cancellable_flags();
     this->owner = owner;
+    this->owner_life = owner->life();
     this->destroy = &destroy_job;
   }
 

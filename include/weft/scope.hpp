@@ -171,6 +171,7 @@ struct scope_state final : future_state<R>, scope {
   scope_state(pool& p, bool with_future) noexcept : scope(p, &complete) {
     this->run = nullptr;  // never queued itself: pool::spawn runs its jobs
     future_state<R>::owner = &p;
+    future_state<R>::owner_life = scheduler::life(p);
     this->destroy = &destroy_state;
     // The jobs' side, and the future's unless there is none (spawn_scoped).
     if (!with_future) this->refs.store(1, std::memory_order_relaxed);

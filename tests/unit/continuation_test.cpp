@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <future>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -325,9 +326,6 @@ TEST_P(continuation_test, misuse_throws_usage_error) {
   weft::pool pool{options()};
   weft::future<int> empty;
   EXPECT_THROW((void)std::move(empty).then([](int x) { return x; }), weft::usage_error);
-  std::vector<weft::future<int>> none;
-  EXPECT_THROW((void)weft::when_any(none), weft::usage_error);
-  EXPECT_THROW((void)weft::when_all(std::vector<weft::future<int>>{}), weft::usage_error);
   std::vector<weft::future<int>> holey;
   holey.push_back(pool.submit([] { return 1; }));
   holey.emplace_back();
@@ -338,6 +336,308 @@ TEST_P(continuation_test, misuse_throws_usage_error) {
   } catch (const weft::usage_error& e) {
     EXPECT_NE(std::string{e.what()}.find("index 1"), std::string::npos) << e.what();
   }
+}
+
+// A future may outlive its pool (docs/continuations.md, "A future whose pool
+// is gone"): chaining it then never touches the dead pool. then runs f here,
+// on the calling thread, and returns a ready future; when_all gathers here
+// and when_any answers here. Under AddressSanitizer each of these was a
+// heap-use-after-free of the pool.
+TEST_P(continuation_test, then_on_a_ready_future_whose_pool_is_gone_runs_here) {
+  auto pool = std::make_unique<weft::pool>(options());
+  weft::future<int> f = pool->submit([] { return 41; });
+  weft::future<void> v = pool->submit([] {});
+  weft::future<int> failed = pool->submit([]() -> int { throw std::runtime_error("gone"); });
+  f.wait();
+  v.wait();
+  failed.wait();
+  pool.reset();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> ran{false};
+  weft::future<int> g = std::move(f).then([&](int x) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    EXPECT_FALSE(weft::this_worker::index().has_value());
+    ran.store(true);
+    return x + 1;
+  });
+  EXPECT_FALSE(f.valid());
+  EXPECT_TRUE(ran.load());  // inside then: there is no pool to run it
+  EXPECT_TRUE(g.ready());
+  // A ready future without a pool chains the same way.
+  weft::future<std::string> h = std::move(g).then([](int x) { return std::to_string(x); });
+  EXPECT_TRUE(h.ready());
+  EXPECT_EQ(h.get(), "42");
+  bool void_ran = false;
+  weft::future<void> w = std::move(v).then([&] { void_ran = true; });
+  EXPECT_TRUE(void_ran);
+  EXPECT_EQ(std::move(w).then([] { return 7; }).get(), 7);
+  bool skipped = true;
+  weft::future<void> after = std::move(failed).then([&](int) { skipped = false; });
+  EXPECT_TRUE(after.ready());
+  EXPECT_THROW(after.get(), std::runtime_error);
+  EXPECT_TRUE(skipped);
+  // f's exception lands in the returned future, as it would in a job.
+  weft::future<int> thrown =
+      weft::when_all(std::vector<weft::future<int>>{}).then([](std::vector<int>) -> int {
+        throw std::logic_error("from f");
+      });
+  EXPECT_THROW(thrown.get(), std::logic_error);
+}
+
+// The pool's storage may hold another pool by the time the future is
+// chained: the continuation must not go to that pool either. (Before, it
+// was counted and run by the new pool: this failed without a sanitizer.)
+TEST_P(continuation_test, a_future_never_reaches_a_new_pool_in_its_old_pools_place) {
+  std::optional<weft::pool> pool{std::in_place, options()};
+  weft::future<int> f = pool->submit([] { return 1; });
+  std::vector<weft::future<int>> all;
+  std::vector<weft::future<int>> any;
+  for (int i = 0; i < 3; ++i) {
+    all.push_back(pool->submit([i] { return i; }));
+    any.push_back(pool->submit([i] { return i; }));
+  }
+  pool->wait();
+  pool.reset();
+  pool.emplace(options());  // the same address, another pool
+  std::atomic<bool> on_worker{false};
+  weft::future<int> g = std::move(f).then([&](int x) {
+    on_worker.store(weft::this_worker::index().has_value());
+    return x + 1;
+  });
+  weft::future<std::vector<int>> gathered = weft::when_all(std::move(all));
+  weft::future<std::size_t> first = weft::when_any(any);
+  EXPECT_TRUE(g.ready());
+  EXPECT_TRUE(gathered.ready());
+  EXPECT_TRUE(first.ready());
+  EXPECT_EQ(g.get(), 2);
+  EXPECT_FALSE(on_worker.load());
+  EXPECT_EQ(gathered.get(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(first.get(), 0U);
+  pool->wait();
+  EXPECT_EQ(pool->stats().total.jobs, 0U)
+      << "a continuation ran on the pool that took the old one's place";
+}
+
+TEST_P(continuation_test, when_all_and_when_any_of_futures_whose_pool_is_gone) {
+  auto pool = std::make_unique<weft::pool>(options());
+  std::vector<weft::future<int>> all;
+  std::vector<weft::future<int>> any;
+  std::vector<weft::future<void>> voids;
+  std::vector<weft::future<int>> failing;
+  for (int i = 0; i < 4; ++i) {
+    all.push_back(pool->submit([i] { return i * 10; }));
+    any.push_back(pool->submit([i] { return i; }));
+    voids.push_back(pool->submit([] {}));
+    failing.push_back(pool->submit([i]() -> int {
+      if (i >= 2) throw std::runtime_error(std::to_string(i));
+      return i;
+    }));
+  }
+  pool->wait();
+  pool.reset();
+  weft::future<std::vector<int>> gathered = weft::when_all(std::move(all));
+  EXPECT_TRUE(gathered.ready());
+  EXPECT_EQ(gathered.get(), (std::vector<int>{0, 10, 20, 30}));
+  weft::future<std::size_t> first = weft::when_any(any);
+  EXPECT_TRUE(first.ready());
+  EXPECT_EQ(first.get(), 0U);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(any[static_cast<std::size_t>(i)].get(), i);
+  EXPECT_NO_THROW(weft::when_all(std::move(voids)).get());
+  try {
+    (void)weft::when_all(std::move(failing)).get();
+    FAIL() << "the lowest index's exception was lost";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string{e.what()}, "2");
+  }
+}
+
+// A collection whose first future's pool is gone runs on the pool of a
+// later future that still has one.
+TEST_P(continuation_test, a_collection_runs_on_a_pool_that_is_still_there) {
+  auto gone = std::make_unique<weft::pool>(options());
+  weft::future<int> early = gone->submit([] { return 1; });
+  weft::future<int> early_too = gone->submit([] { return 1; });
+  early.wait();
+  early_too.wait();
+  gone.reset();
+  weft::pool live{options()};
+  std::atomic<bool> open{false};
+  std::vector<weft::future<int>> all;
+  all.push_back(std::move(early));
+  all.push_back(live.submit([&open] {
+    while (!open.load()) std::this_thread::yield();
+    return 2;
+  }));
+  weft::future<std::vector<int>> gathered = weft::when_all(std::move(all));
+  std::vector<weft::future<int>> any;
+  any.push_back(std::move(early_too));
+  any.push_back(live.submit([] { return 3; }));
+  weft::future<std::size_t> first = weft::when_any(any);
+  open.store(true);
+  EXPECT_EQ(gathered.get(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(first.get(), 0U);  // ready from the start
+  EXPECT_EQ(any[1].get(), 3);
+  live.wait();
+}
+
+// then on a future whose job has finished, while its pool's destructor
+// runs: the pool takes no work from outside any more, and f runs here (it
+// used to throw pool_closed). A future whose job has not finished cannot
+// run f here: that then throws pool_closed, and the future stays valid.
+TEST_P(continuation_test, then_on_a_ready_future_while_its_pool_is_destroyed_runs_here) {
+  std::atomic<bool> release{false};
+  auto* pool = new weft::pool(options());
+  weft::future<int> ready = pool->submit([] { return 5; });
+  std::vector<weft::future<int>> ready_ones;
+  ready_ones.push_back(pool->submit([] { return 0; }));
+  ready.wait();
+  ready_ones[0].wait();
+  // Holds the destructor up until we have seen pool_closed.
+  weft::future<int> held = pool->submit([&release] {
+    while (!release.load()) std::this_thread::sleep_for(100us);
+    return 6;
+  });
+  std::thread destroyer{[pool] { delete pool; }};
+  struct release_and_join {
+    std::atomic<bool>& release;
+    std::thread& destroyer;
+    ~release_and_join() {
+      release.store(true);
+      destroyer.join();
+    }
+  } const at_end{release, destroyer};
+  bool closed = false;
+  while (!closed) {
+    try {
+      pool->spawn([] {});
+    } catch (const weft::pool_closed&) {
+      closed = true;
+    }
+  }
+  try {
+    bool ran = false;
+    weft::future<int> g = std::move(ready).then([&](int x) {
+      ran = true;
+      return x * 2;
+    });
+    EXPECT_TRUE(ran);  // inside then
+    EXPECT_EQ(g.get(), 10);
+    EXPECT_EQ(weft::when_any(ready_ones).get(), 0U);
+  } catch (const weft::pool_closed&) {
+    ADD_FAILURE() << "a future whose job had finished was refused by its closing pool";
+  }
+  EXPECT_THROW((void)std::move(held).then([](int x) { return x; }), weft::pool_closed);
+  ASSERT_TRUE(held.valid());
+  std::vector<weft::future<int>> one;
+  one.push_back(std::move(held));
+  EXPECT_THROW((void)weft::when_any(one), weft::pool_closed);
+  release.store(true);
+  EXPECT_EQ(one[0].get(), 6);
+}
+
+// Chaining futures, finished or not, while another thread destroys their
+// pool: each call either gives its job to the pool (which waits for it),
+// runs here (finished futures), or throws pool_closed (unfinished ones once
+// the destructor has begun); it never touches the pool once it is gone.
+TEST_P(continuation_test, chaining_while_the_pool_is_destroyed) {
+  const std::size_t rounds = weft::test::scaled(300, 30);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    auto* pool = new weft::pool(options());
+    weft::future<int> ready = pool->submit([] { return 1; });
+    std::vector<weft::future<int>> all;
+    std::vector<weft::future<int>> any;
+    for (int i = 0; i < 3; ++i) {
+      all.push_back(pool->submit([i] { return i; }));
+      any.push_back(pool->submit([i] { return i; }));
+    }
+    ready.wait();
+    for (auto& f : all) f.wait();
+    for (auto& f : any) f.wait();
+    weft::future<int> running = pool->submit([r] {
+      if (r % 2 == 0) std::this_thread::sleep_for(std::chrono::microseconds{r % 50});
+      return 2;
+    });
+    std::atomic<bool> go{false};
+    std::thread destroyer{[pool, &go] {
+      while (!go.load()) std::this_thread::yield();
+      delete pool;
+    }};
+    go.store(true);
+    if (r % 3 == 1) std::this_thread::yield();
+    EXPECT_EQ(std::move(ready).then([](int x) { return x + 1; }).get(), 2);
+    EXPECT_EQ(weft::when_all(std::move(all)).get(), (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(weft::when_any(any).get(), 0U);
+    try {
+      EXPECT_EQ(std::move(running).then([](int x) { return x + 1; }).get(), 3);
+    } catch (const weft::pool_closed&) {
+      EXPECT_EQ(running.get(), 2);
+    }
+    destroyer.join();
+  }
+}
+
+// when_all and when_any of nothing, as the Concurrency TS has them: a ready
+// future of an empty vector, and a ready future of index size_t(-1). Every
+// call a future has works on such a future, which has no pool.
+TEST(continuation_without_a_pool, when_all_and_when_any_of_nothing_are_ready) {
+  weft::future<std::vector<int>> all = weft::when_all(std::vector<weft::future<int>>{});
+  EXPECT_TRUE(all.valid());
+  EXPECT_TRUE(all.ready());
+  EXPECT_FALSE(all.cancel());
+  EXPECT_NO_THROW(all.wait());
+  EXPECT_EQ(all.wait_for(0s), std::future_status::ready);
+  EXPECT_EQ(all.wait_for(1h), std::future_status::ready);
+  EXPECT_EQ(all.wait_until(std::chrono::steady_clock::now()), std::future_status::ready);
+  EXPECT_EQ(all.wait_until(std::chrono::system_clock::now() + 1h), std::future_status::ready);
+  EXPECT_TRUE(all.get().empty());
+  EXPECT_FALSE(all.valid());
+
+  EXPECT_NO_THROW(weft::when_all(std::vector<weft::future<void>>{}).get());
+
+  std::vector<weft::future<int>> none;
+  weft::future<std::size_t> any = weft::when_any(none);
+  EXPECT_TRUE(any.ready());
+  EXPECT_EQ(any.wait_for(0s), std::future_status::ready);
+  EXPECT_FALSE(any.cancel());
+  EXPECT_EQ(any.get(), static_cast<std::size_t>(-1));
+
+  // Chained, collected, and dropped unread.
+  weft::future<std::size_t> n =
+      weft::when_all(std::vector<weft::future<int>>{}).then([](std::vector<int> v) {
+        return v.size() + 1;
+      });
+  EXPECT_TRUE(n.ready());
+  std::vector<weft::future<std::size_t>> poolless;
+  poolless.push_back(std::move(n));
+  poolless.push_back(weft::when_any(none));
+  EXPECT_EQ(weft::when_any(poolless).get(), 0U);
+  weft::future<std::vector<std::size_t>> both = weft::when_all(std::move(poolless));
+  EXPECT_TRUE(both.ready());
+  EXPECT_EQ(both.get(), (std::vector<std::size_t>{1, static_cast<std::size_t>(-1)}));
+  (void)weft::when_all(std::vector<weft::future<int>>{});
+  std::vector<weft::future<std::vector<int>>> nested;
+  nested.push_back(weft::when_all(std::vector<weft::future<int>>{}));
+  EXPECT_TRUE(weft::when_all(std::move(nested)).get().at(0).empty());
+}
+
+// A poolless future mixed with futures of a pool: the collection runs on
+// that pool.
+TEST_P(continuation_test, poolless_and_pool_futures_together) {
+  weft::pool pool{options()};
+  std::vector<weft::future<std::size_t>> fs;
+  std::vector<weft::future<int>> none;
+  fs.push_back(weft::when_any(none));
+  fs.push_back(pool.submit([] { return std::size_t{4}; }));
+  std::vector<std::size_t> values = weft::when_all(std::move(fs)).get();
+  EXPECT_EQ(values, (std::vector<std::size_t>{static_cast<std::size_t>(-1), 4}));
+  weft::future<int> later = pool.submit([] { return 1; });
+  std::vector<weft::future<int>> mixed;
+  mixed.push_back(
+      weft::when_all(std::vector<weft::future<int>>{}).then([](std::vector<int>) { return 0; }));
+  mixed.push_back(std::move(later));
+  EXPECT_EQ(weft::when_any(mixed).get(), 0U);
+  EXPECT_EQ(mixed[1].get(), 1);
+  pool.wait();
 }
 
 TEST_P(continuation_test, batches_of_zero_one_and_many) {

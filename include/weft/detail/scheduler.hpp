@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <utility>
@@ -85,6 +86,9 @@ struct scheduler {
   [[nodiscard]] static bool someone_idle(const pool& p) noexcept { return p.sleep_.someone_idle(); }
 
   [[nodiscard]] static bool sequential(const pool& p) noexcept { return p.sequential(); }
+  // What a future's state of p keeps to tell p from a later pool at the same
+  // address (future_state::owner_life).
+  [[nodiscard]] static std::uint32_t life(const pool& p) noexcept { return p.life(); }
   // The most workers p may have (per-worker state is sized by it: a pool
   // may grow while a front end's state lives).
   [[nodiscard]] static std::size_t workers(const pool& p) noexcept { return p.max_size(); }

@@ -1,9 +1,13 @@
 // Visit slots: how a thread that is not a worker waits on a pool's latch while
-// another thread destroys the pool, without touching freed memory.
+// another thread destroys the pool, without touching freed memory. And the
+// registry of live pools: how a thread holding a future whose job has
+// finished tells whether the future's pool still exists.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 
 #include "config.hpp"
 
@@ -74,6 +78,35 @@ class visit_scope {
  private:
   visit_slot& slot_;
   std::atomic<const void*>* entry_ = nullptr;
+};
+
+// The registry of live pools. A visit protects a pool only while the job of
+// the latch checked after it has not finished; once it has, the pool may be
+// gone, and a future that outlived it (then, when_all, when_any on a ready
+// future: docs/continuations.md, "A future whose pool is gone") cannot look
+// at it to find out. The registry can: every pool is in it, under its
+// address and its life number (pool::life(), which a future's state keeps
+// too), from its constructor until its destructor begins. One mutex guards
+// it; it is taken when a pool is made or destroyed and by a continuation or
+// a collection of a future whose job has finished, never on a job's path.
+
+// From the pool's constructor on. Throws std::bad_alloc.
+void register_pool(const void* pool, std::uint32_t life);
+// First thing in the pool's destructor (after it is registered).
+void unregister_pool(const void* pool) noexcept;
+
+// Holds the registry locked for its lifetime: while alive() is true the pool
+// is registered and its destructor cannot begin (it blocks in
+// unregister_pool()), so the holder may count a job on it, which the
+// destructor then waits for. Nothing may lock the registry while holding it.
+class live_pool_lock {
+ public:
+  live_pool_lock(const void* pool, std::uint32_t life);
+  [[nodiscard]] bool alive() const noexcept { return alive_; }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  bool alive_ = false;
 };
 
 }  // namespace weft::detail
