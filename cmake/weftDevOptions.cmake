@@ -19,7 +19,7 @@ elseif(WEFT_SANITIZER STREQUAL "thread")
   set(WEFT_SANITIZER_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
 elseif(WEFT_SANITIZER STREQUAL "address")
   set(WEFT_SANITIZER_FLAGS
-    -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+    -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer)
 else()
   message(FATAL_ERROR
     "WEFT_SANITIZER='${WEFT_SANITIZER}' is not supported: use '', 'thread' or 'address'.")

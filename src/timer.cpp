@@ -55,8 +55,7 @@ clock::time_point next_tick(clock::time_point due, clock::duration period, clock
   const clock::duration elapsed = now > due ? now - due : clock::duration::zero();
   if (period > longest - elapsed) return clock::time_point::max();
   const clock::duration step = period * (elapsed / period + 1);  // at most elapsed + period
-  if (step > clock::time_point::max() - due) return clock::time_point::max();
-  return due + step;
+  return saturating_add(due, step);
 }
 
 void mark_cancelled(timer_state& s) noexcept {

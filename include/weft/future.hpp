@@ -11,6 +11,7 @@
 #include <utility>
 #include <variant>
 
+#include "detail/clock.hpp"
 #include "detail/context.hpp"
 #include "detail/job.hpp"
 #include "detail/latch.hpp"
@@ -83,23 +84,6 @@ bool waits_for_itself(const future_state<R>* s) noexcept {
   // Only a graph run sets cancel, and its future is a future<void>.
   if constexpr (std::is_void_v<R>) return s->cancel != nullptr && inside_own_run(s);
   return false;
-}
-
-// The steady-clock time `timeout` from now; a timeout too long to represent
-// is a deadline that never comes, a negative one is now.
-template <class Rep, class Period>
-std::chrono::steady_clock::time_point deadline_after(
-    const std::chrono::duration<Rep, Period>& timeout) {
-  using clock = std::chrono::steady_clock;
-  const clock::time_point now = clock::now();
-  if (timeout <= timeout.zero()) return now;
-  // Compared in seconds as doubles, so that no conversion overflows (with
-  // a margin for their rounding).
-  const double room = std::chrono::duration<double>(clock::time_point::max() - now).count();
-  if (std::chrono::duration<double>(timeout).count() >= room * 0.99) {
-    return clock::time_point::max();
-  }
-  return now + std::chrono::ceil<clock::duration>(timeout);
 }
 
 // What f returns when it continues a future<R> (future::then): f(R&&), or
@@ -182,21 +166,30 @@ class future {
   /// std::future_status::ready once the job has finished, `timeout` if it
   /// has not by then (never `deferred`). The wait is the same as wait()'s:
   /// on a worker it runs other jobs meanwhile and looks at the clock between
-  /// them, so a long job it runs can make it return late. Throws usage_error
-  /// on an empty future.
+  /// them, so a long job it runs can make it return late. Any rep, period
+  /// and clock, converted without overflow (docs/waiting.md, "Timed
+  /// waits"): a timeout or deadline too far ahead to represent (max(),
+  /// +infinity) waits until the job finishes, a zero or negative one, a
+  /// past deadline (min(), -infinity) only looks. Throws usage_error on an
+  /// empty future, and for a NaN timeout or deadline.
   template <class Rep, class Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& timeout) const {
-    return wait_until_steady(detail::deadline_after(timeout));
+    return wait_until_steady(detail::deadline_after(timeout, "weft::future::wait_for"));
   }
-  /// wait_for() until `deadline`, on any clock.
+  /// wait_for() until `deadline`, on any clock. A steady_clock deadline is
+  /// used as it is; another clock's is waited for as the same distance from
+  /// that clock's now, then re-checked against that clock (which may have
+  /// been set meanwhile), as std::future does.
   template <class Clock, class Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& deadline) const {
-    // Another clock's deadline, as the same distance from now on the steady
-    // clock (re-checked against Clock, which may jump, as std does).
-    for (;;) {
-      const std::future_status s =
-          wait_until_steady(detail::deadline_after(deadline - Clock::now()));
-      if (s == std::future_status::ready || Clock::now() >= deadline) return s;
+    constexpr const char* who = "weft::future::wait_until";
+    if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+      return wait_until_steady(detail::steady_deadline(deadline, who));
+    } else {
+      for (;;) {
+        const std::future_status s = wait_until_steady(detail::steady_deadline(deadline, who));
+        if (s == std::future_status::ready || detail::has_come(deadline)) return s;
+      }
     }
   }
 

@@ -55,7 +55,11 @@ class remote_error : public error {
   int rank_;
 };
 
-/// How often the progress engine polls while requests are pending.
+/// How often the progress engine polls while requests are pending. Any
+/// length up to microseconds::max() is fine: the doubling and the rests
+/// saturate (weft/detail/clock.hpp), and a rest too long to represent lasts
+/// until the engine is kicked (a new request, a worker that runs out of
+/// work).
 struct progress_options {
   /// The first poll after a request starts or completes comes this soon;
   /// each poll that finds nothing doubles the delay up to max_interval.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "detail/backoff.hpp"
+#include "detail/clock.hpp"
 #include "detail/config.hpp"
 #include "detail/context.hpp"
 #include "detail/fault.hpp"
@@ -394,11 +395,14 @@ class pool {
   /// wait() for at most `timeout`: true if the pool became idle (then, as
   /// wait(), it rethrows the oldest exception a detached job left), false if
   /// the time ran out first (the jobs go on). It looks at the clock at least
-  /// every millisecond, and between jobs when it runs them. Same errors as
-  /// wait().
+  /// every millisecond, and between jobs when it runs them. Any rep and
+  /// period, converted without overflow (docs/waiting.md, "Timed waits"): a
+  /// timeout too long to represent (max(), +infinity) is wait(), a zero or
+  /// negative one only looks. Same errors as wait(), and usage_error for a
+  /// NaN timeout.
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return wait_until_idle(detail::deadline_after(timeout));
+    return wait_until_idle(detail::deadline_after(timeout, "weft::pool::wait_for"));
   }
 
   /// Runs this pool's jobs on the calling thread until pred() holds. On a
@@ -474,15 +478,24 @@ class pool {
   /// Nothing spins while a timer waits: one timer thread per pool, started
   /// by the first timer, sleeps until the earliest deadline. Its job is an
   /// ordinary job once it fires: pool.wait() waits for the timers that have
-  /// fired, not for those still waiting. Throws pool_closed as spawn does.
+  /// fired, not for those still waiting. Any rep and period, converted
+  /// without overflow: a delay too long to represent (max(), +infinity)
+  /// never comes (the timer waits, pending, until cancelled or the pool is
+  /// destroyed), a zero or negative one (-infinity) fires at once. Throws
+  /// pool_closed as spawn does, usage_error for a NaN delay.
   template <class Rep, class Period, class F>
   timer spawn_after(const std::chrono::duration<Rep, Period>& delay, F&& f);
   /// As spawn_after, once `when` has come (any clock; a steady_clock time is
-  /// used as is, another clock's is converted once, now).
+  /// used as is, another clock's is converted once, now). A time too far
+  /// ahead to represent (max() of any clock, +infinity) never comes; a past
+  /// one (min() of any clock, -infinity) fires at once; NaN is a
+  /// usage_error.
   template <class Clock, class Duration, class F>
   timer spawn_at(const std::chrono::time_point<Clock, Duration>& when, F&& f);
   /// As spawn_after, every `period`, the first time one period from now;
-  /// throws usage_error unless period > 0.
+  /// throws usage_error unless period > 0 (NaN included). A period too long
+  /// to represent (max(), +infinity) never comes round: the timer never
+  /// fires, and stays pending until cancelled.
   template <class Rep, class Period, class F>
   timer spawn_every(const std::chrono::duration<Rep, Period>& period, F&& f);
 

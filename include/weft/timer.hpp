@@ -16,8 +16,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "detail/clock.hpp"
 #include "errors.hpp"
-#include "future.hpp"  // detail::deadline_after
+#include "future.hpp"
 #include "pool.hpp"
 
 namespace weft {
@@ -86,31 +87,14 @@ struct timer_box final : timer_state {
 timer schedule_timer(pool& p, const std::shared_ptr<timer_state>& s,
                      std::chrono::steady_clock::time_point due);
 
-// A period as the steady clock's duration; usage_error unless positive.
+// A period as the steady clock's duration (rounded up, at least one tick,
+// saturated: one too long to represent is duration::max(), whose first
+// deadline, time_point::max(), never comes); usage_error unless positive
+// (NaN has its own message).
 template <class Rep, class Period>
 std::chrono::steady_clock::duration timer_period(const std::chrono::duration<Rep, Period>& period);
 
 [[noreturn]] void throw_bad_period();
-
-// A time point as a steady-clock deadline. A steady-clock one is taken as it
-// is (rounded up, and saturated where it cannot be represented); another
-// clock's as the same distance from now on the steady clock, measured once:
-// a later change of that clock moves nothing.
-template <class Clock, class Duration>
-std::chrono::steady_clock::time_point steady_deadline(
-    const std::chrono::time_point<Clock, Duration>& when) {
-  using steady = std::chrono::steady_clock;
-  if constexpr (std::is_same_v<Clock, steady>) {
-    // Compared in seconds as doubles, so that no conversion overflows.
-    const double at = std::chrono::duration<double>(when.time_since_epoch()).count();
-    const double room = std::chrono::duration<double>(steady::duration::max()).count() * 0.99;
-    if (at >= room) return steady::time_point::max();
-    if (at <= -room) return steady::now();  // long past
-    return steady::time_point{std::chrono::ceil<steady::duration>(when.time_since_epoch())};
-  } else {
-    return deadline_after(when - Clock::now());
-  }
-}
 
 template <class F>
 constexpr void check_timer_callable() {
@@ -198,13 +182,11 @@ void timer_box<F>::invoke(const std::shared_ptr<timer_state>& self) {
 
 template <class Rep, class Period>
 std::chrono::steady_clock::duration timer_period(const std::chrono::duration<Rep, Period>& period) {
-  using duration = std::chrono::steady_clock::duration;
+  constexpr const char* who = "weft::pool::spawn_every";
+  if (is_nan(period)) throw_nan_time(who, time_arg::period);
   if (!(period > period.zero())) throw_bad_period();
-  // Compared in seconds as doubles, so that no conversion overflows; a
-  // period too long to represent never comes round again.
-  const double most = std::chrono::duration<double>(duration::max()).count();
-  if (std::chrono::duration<double>(period).count() >= most * 0.99) return duration::max();
-  return std::max(std::chrono::ceil<duration>(period), duration{1});
+  return std::max(to_steady_duration(period, who, time_arg::period),
+                  std::chrono::steady_clock::duration{1});
 }
 
 }  // namespace detail
@@ -214,7 +196,7 @@ timer pool::spawn_after(const std::chrono::duration<Rep, Period>& delay, F&& f) 
   detail::check_timer_callable<F>();
   if constexpr (std::is_invocable_v<std::decay_t<F>&> ||
                 std::is_invocable_v<std::decay_t<F>&, timer&>) {
-    const auto due = detail::deadline_after(delay);
+    const auto due = detail::deadline_after(delay, "weft::pool::spawn_after");
     return detail::schedule_timer(*this, detail::make_timer_state({}, std::forward<F>(f)), due);
   } else {
     return {};
@@ -226,7 +208,7 @@ timer pool::spawn_at(const std::chrono::time_point<Clock, Duration>& when, F&& f
   detail::check_timer_callable<F>();
   if constexpr (std::is_invocable_v<std::decay_t<F>&> ||
                 std::is_invocable_v<std::decay_t<F>&, timer&>) {
-    const auto due = detail::steady_deadline(when);
+    const auto due = detail::steady_deadline(when, "weft::pool::spawn_at");
     return detail::schedule_timer(*this, detail::make_timer_state({}, std::forward<F>(f)), due);
   } else {
     return {};
@@ -239,7 +221,7 @@ timer pool::spawn_every(const std::chrono::duration<Rep, Period>& period, F&& f)
   if constexpr (std::is_invocable_v<std::decay_t<F>&> ||
                 std::is_invocable_v<std::decay_t<F>&, timer&>) {
     const std::chrono::steady_clock::duration every = detail::timer_period(period);
-    const auto due = detail::deadline_after(every);
+    const auto due = detail::deadline_after(every, "weft::pool::spawn_every");
     return detail::schedule_timer(*this, detail::make_timer_state(every, std::forward<F>(f)), due);
   } else {
     return {};

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "weft/continuation.hpp"  // detail::deferred_job, continuation_access
+#include "weft/detail/clock.hpp"
 #include "weft/detail/scheduler.hpp"
 
 namespace weft::mpi {
@@ -26,6 +27,12 @@ using weft::detail::deferred_job;
 using weft::detail::scheduler;
 
 namespace {
+
+// min(2 * d, most) for 0 < d <= most, without overflow: the options may be
+// as long as microseconds::max().
+std::chrono::microseconds doubled(std::chrono::microseconds d, std::chrono::microseconds most) {
+  return d > most / 2 ? most : d * 2;
+}
 
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -300,7 +307,7 @@ class engine {
         }
         interval_ = options_.min_interval;
       } else if (finished.empty()) {
-        interval_ = std::min(interval_ * 2, options_.max_interval);
+        interval_ = doubled(interval_, options_.max_interval);
       }
     }
     for (auto& [e, st] : finished) {
@@ -485,7 +492,10 @@ class engine {
             scheduler::someone_idle(pool_)
                 ? interval()
                 : std::max(options_.busy_interval, options_.max_interval);
-        poll_cv_.wait_for(lock, rest, [&] { return stop_ || kick_; });
+        // Until a deadline, saturated: a rest of microseconds::max() is
+        // "until kicked", with no overflow (weft/detail/clock.hpp).
+        poll_cv_.wait_until(lock, weft::detail::deadline_after(rest, "weft::mpi::progress"),
+                            [&] { return stop_ || kick_; });
         resting_.store(false, std::memory_order_relaxed);
       }
       kick_ = false;
@@ -742,7 +752,7 @@ class flow_state {
       // Control messages (another rank's abort) are seen meanwhile.
       engine_->poll(true);
       std::this_thread::sleep_for(delay);
-      delay = std::min(delay * 2, polling_.max_interval);
+      delay = doubled(delay, polling_.max_interval);
     }
     if (all[2] != 0) {
       aborted_.store(true, std::memory_order_relaxed);

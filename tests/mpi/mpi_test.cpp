@@ -132,6 +132,37 @@ TEST(MpiProgress, PollsRarelyWhileEveryWorkerIsBusy) {
   EXPECT_LT(seen_after, 5s) << "the worker that went idle did not end the poller's rest";
 }
 
+// Intervals as long as microseconds::max() saturate instead of overflowing
+// (issue 41): with the only worker busy the poller rests busy_interval,
+// here "until kicked", and the worker that runs out of work kicks it (the
+// message came meanwhile); the doubling of the interval stops at
+// max_interval. Under UBSan (the asan preset) an overflow aborts the test.
+TEST(MpiProgress, IntervalsTooLongToRepresentSaturate) {
+  using namespace std::chrono_literals;
+  constexpr std::chrono::microseconds longest = std::chrono::microseconds::max();
+  weft::pool pool{weft::pool_options{.threads = 1}};
+  weft::mpi::progress progress{
+      pool, {.min_interval = 20us, .max_interval = longest, .busy_interval = longest}};
+  const int me = world_rank();
+  int in = -1;
+  MPI_Request recv = MPI_REQUEST_NULL;
+  MPI_Irecv(&in, 1, MPI_INT, me, 78, MPI_COMM_WORLD, &recv);
+  weft::future<MPI_Status> r = progress.after(recv);
+  std::atomic<bool> started{false};
+  weft::future<void> busy = pool.submit([&] {
+    started.store(true);
+    std::this_thread::sleep_for(100ms);
+  });
+  while (!started.load()) std::this_thread::yield();
+  // Polls that find nothing meanwhile rest "until kicked".
+  std::this_thread::sleep_for(50ms);
+  int out = 6;
+  MPI_Send(&out, 1, MPI_INT, me, 78, MPI_COMM_WORLD);
+  busy.get();
+  r.get();
+  EXPECT_EQ(in, 6);
+}
+
 TEST(MpiProgress, IntervalsOutOfOrderAreAUsageError) {
   using namespace std::chrono_literals;
   weft::pool pool{weft::pool_options{.threads = 1}};

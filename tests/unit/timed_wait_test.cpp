@@ -5,13 +5,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <future>
+#include <limits>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 #include <weft/weft.hpp>
 
 #include "support/support.hpp"
@@ -217,6 +221,251 @@ TEST_P(timed_wait, timed_out_pool_waits_lose_no_job) {
   }
   EXPECT_EQ(ran.load(), jobs);
   pool.wait();
+}
+
+// ---------------------------------------------------------------------------
+// Saturating conversions (issue 41, defect 3): a timeout or deadline of any
+// rep, period and clock is converted without overflow. Too far ahead to
+// represent (max(), +infinity) waits until the job finishes, the past
+// (min(), -infinity) only looks, NaN is a usage_error. Under UBSan (the
+// asan preset) an overflow on the way aborts the test.
+
+using steady = std::chrono::steady_clock;
+using sys_clock = std::chrono::system_clock;
+template <class D>
+using sys_at = std::chrono::time_point<sys_clock, D>;
+template <class D>
+using steady_at = std::chrono::time_point<steady, D>;
+using fsec = std::chrono::duration<double>;
+using thirds = std::chrono::duration<std::int64_t, std::ratio<1, 3>>;
+using unsigned_hours = std::chrono::duration<std::uint64_t, std::ratio<3600>>;
+using long_double_seconds = std::chrono::duration<long double>;
+constexpr double infinity = std::numeric_limits<double>::infinity();
+constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
+constexpr long double most_long_double = std::numeric_limits<long double>::max();
+
+// Sets `flag` once `after` has passed, or at once when destroyed: a bound
+// that only keeps a failing wait from hanging.
+class releaser {
+ public:
+  releaser(std::atomic<bool>& flag, std::chrono::milliseconds after)
+      : thread_([this, &flag, after] {
+          {
+            std::unique_lock lock{mutex_};
+            cv_.wait_for(lock, after, [this] { return stop_; });
+          }
+          flag.store(true, std::memory_order_release);
+        }) {}
+  releaser(const releaser&) = delete;
+  releaser& operator=(const releaser&) = delete;
+  ~releaser() {
+    {
+      const std::lock_guard lock{mutex_};
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the rest is there
+};
+
+struct timed_result {
+  std::future_status status;
+  steady::duration took;
+};
+
+// Submits a job that waits for a flag, set `after` from now (or as soon as
+// wait() is back), and returns what wait(future) said and how long it took.
+template <class W>
+timed_result wait_on_a_blocked_job(weft::pool& pool, std::chrono::milliseconds after, W wait) {
+  std::atomic<bool> release{false};
+  weft::future<void> f = pool.submit([&release] { await_flag(release); });
+  timed_result r{};
+  const auto before = steady::now();
+  {
+    const releaser bound{release, after};
+    r.status = wait(f);
+    r.took = steady::now() - before;
+  }
+  f.get();
+  return r;
+}
+
+using wait_call = std::function<std::future_status(const weft::future<void>&)>;
+struct named_wait {
+  const char* name;
+  wait_call wait;
+};
+
+TEST_P(timed_wait, a_deadline_too_far_ahead_on_any_clock_waits_for_the_job) {
+  weft::pool pool{options()};
+  const std::vector<named_wait> waits = {
+      // Another clock's max(): its distance from now overflowed, and the
+      // wait returned timeout at once.
+      {"until system_clock seconds max",
+       [](const auto& f) { return f.wait_until(sys_at<std::chrono::seconds>::max()); }},
+      {"until system_clock hours max",
+       [](const auto& f) { return f.wait_until(sys_at<std::chrono::hours>::max()); }},
+      {"until system_clock max",
+       [](const auto& f) { return f.wait_until(sys_clock::time_point::max()); }},
+      {"until system_clock +inf",
+       [](const auto& f) { return f.wait_until(sys_at<fsec>(fsec(infinity))); }},
+      {"until system_clock 1e300 s",
+       [](const auto& f) { return f.wait_until(sys_at<fsec>(fsec(1e300))); }},
+      {"until steady max", [](const auto& f) { return f.wait_until(steady::time_point::max()); }},
+      {"until steady hours max",
+       [](const auto& f) { return f.wait_until(steady_at<std::chrono::hours>::max()); }},
+      {"until steady +inf",
+       [](const auto& f) { return f.wait_until(steady_at<fsec>(fsec(infinity))); }},
+      {"for +inf", [](const auto& f) { return f.wait_for(fsec(infinity)); }},
+      {"for seconds max", [](const auto& f) { return f.wait_for(std::chrono::seconds::max()); }},
+      {"for unsigned hours max", [](const auto& f) { return f.wait_for(unsigned_hours::max()); }},
+      {"for thirds max", [](const auto& f) { return f.wait_for(thirds::max()); }},
+      {"for long double max",
+       [](const auto& f) { return f.wait_for(long_double_seconds(most_long_double)); }},
+  };
+  for (const named_wait& w : waits) {
+    const timed_result r = wait_on_a_blocked_job(pool, 20ms, w.wait);
+    EXPECT_EQ(r.status, std::future_status::ready) << w.name;
+    EXPECT_GE(r.took, 20ms) << w.name << ": returned before the job finished";
+  }
+}
+
+TEST_P(timed_wait, a_past_deadline_on_any_clock_only_looks) {
+  weft::pool pool{options()};
+  const std::vector<named_wait> waits = {
+      // Another clock's min(): its distance from now overflowed, and the
+      // wait never timed out.
+      {"until system_clock min",
+       [](const auto& f) { return f.wait_until(sys_clock::time_point::min()); }},
+      {"until system_clock seconds min",
+       [](const auto& f) { return f.wait_until(sys_at<std::chrono::seconds>::min()); }},
+      {"until system_clock -inf",
+       [](const auto& f) { return f.wait_until(sys_at<fsec>(fsec(-infinity))); }},
+      {"until system_clock a century ago",
+       [](const auto& f) {
+         return f.wait_until(sys_clock::now() - std::chrono::hours(24 * 365 * 100));
+       }},
+      {"until steady min", [](const auto& f) { return f.wait_until(steady::time_point::min()); }},
+      {"until steady seconds min",
+       [](const auto& f) { return f.wait_until(steady_at<std::chrono::seconds>::min()); }},
+      {"until steady -inf",
+       [](const auto& f) { return f.wait_until(steady_at<fsec>(fsec(-infinity))); }},
+      {"for -inf", [](const auto& f) { return f.wait_for(fsec(-infinity)); }},
+      {"for seconds min", [](const auto& f) { return f.wait_for(std::chrono::seconds::min()); }},
+      {"for thirds min", [](const auto& f) { return f.wait_for(thirds::min()); }},
+  };
+  for (const named_wait& w : waits) {
+    const timed_result r = wait_on_a_blocked_job(pool, 2000ms, w.wait);
+    EXPECT_EQ(r.status, std::future_status::timeout) << w.name;
+    EXPECT_LT(r.took, 1s) << w.name << ": did not return at once";
+  }
+}
+
+// Checks that call() throws a usage_error that names `who`, says NaN and
+// says what to pass instead.
+template <class Call>
+void expect_nan_error(Call call, const std::string& who) {
+  try {
+    call();
+    ADD_FAILURE() << who << " accepted NaN";
+  } catch (const weft::usage_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(who + ":"), std::string::npos) << what;
+    EXPECT_NE(what.find("NaN"), std::string::npos) << what;
+    EXPECT_NE(what.find("pass a"), std::string::npos) << what;
+  }
+}
+
+TEST_P(timed_wait, a_nan_timeout_or_deadline_is_a_usage_error) {
+  weft::pool pool{options()};
+  std::atomic<bool> release{false};
+  weft::future<void> f = pool.submit([&release] { await_flag(release); });
+  const auto nan_float =
+      std::chrono::duration<float, std::milli>(std::numeric_limits<float>::quiet_NaN());
+  expect_nan_error([&] { (void)f.wait_for(fsec(not_a_number)); }, "weft::future::wait_for");
+  expect_nan_error([&] { (void)f.wait_for(nan_float); }, "weft::future::wait_for");
+  expect_nan_error([&] { (void)f.wait_until(sys_at<fsec>(fsec(not_a_number))); },
+                   "weft::future::wait_until");
+  expect_nan_error([&] { (void)f.wait_until(steady_at<fsec>(fsec(not_a_number))); },
+                   "weft::future::wait_until");
+  expect_nan_error([&] { (void)pool.wait_for(fsec(not_a_number)); }, "weft::pool::wait_for");
+  release.store(true, std::memory_order_release);
+  f.get();
+  // The same once the job has finished: the timeout is looked at first.
+  weft::future<int> done = pool.submit([] { return 1; });
+  done.wait();
+  expect_nan_error([&] { (void)done.wait_for(fsec(not_a_number)); }, "weft::future::wait_for");
+  expect_nan_error([&] { (void)pool.wait_for(fsec(not_a_number)); }, "weft::pool::wait_for");
+  EXPECT_EQ(done.get(), 1);
+}
+
+TEST_P(timed_wait, pool_wait_for_a_timeout_too_long_to_represent_is_wait) {
+  weft::pool pool{options()};
+  auto check = [&](auto timeout, const char* name) {
+    std::atomic<bool> release{false};
+    pool.spawn([&release] { await_flag(release); });
+    const auto before = steady::now();
+    bool idle = false;
+    {
+      const releaser bound{release, 20ms};
+      idle = pool.wait_for(timeout);
+    }
+    EXPECT_TRUE(idle) << name;
+    EXPECT_GE(steady::now() - before, 20ms) << name << ": returned before the job finished";
+  };
+  check(fsec(infinity), "+inf");
+  check(std::chrono::seconds::max(), "seconds max");
+  check(unsigned_hours::max(), "unsigned hours max");
+  check(thirds::max(), "thirds max");
+  check(long_double_seconds(most_long_double), "long double max");
+  if (!sequential()) {  // a sequential pool's wait would run the blocked job
+    std::atomic<bool> release{false};
+    pool.spawn([&release] { await_flag(release); });
+    const auto before = steady::now();
+    {
+      const releaser bound{release, 2000ms};
+      EXPECT_FALSE(pool.wait_for(fsec(-infinity)));
+      EXPECT_FALSE(pool.wait_for(std::chrono::seconds::min()));
+      EXPECT_FALSE(pool.wait_for(thirds::min()));
+      EXPECT_LT(steady::now() - before, 1s) << "did not return at once";
+    }
+    pool.wait();
+  }
+}
+
+TEST_P(timed_wait, graph_run_futures_convert_deadlines_the_same_way) {
+  weft::pool pool{options()};
+  std::atomic<bool> release{false};
+  weft::graph g;
+  g.emplace([&] { await_flag(release); });
+  {
+    auto run = pool.run(g);
+    const auto before = steady::now();
+    {
+      const releaser bound{release, 20ms};
+      EXPECT_EQ(run.wait_until(sys_at<std::chrono::seconds>::max()), std::future_status::ready);
+    }
+    EXPECT_GE(steady::now() - before, 20ms);
+    run.get();
+  }
+  release.store(false);
+  {
+    auto run = pool.run(g);
+    const auto before = steady::now();
+    {
+      const releaser bound{release, 2000ms};
+      EXPECT_EQ(run.wait_until(sys_clock::time_point::min()), std::future_status::timeout);
+      EXPECT_LT(steady::now() - before, 1s);
+      expect_nan_error([&] { (void)run.wait_for(fsec(not_a_number)); }, "weft::future::wait_for");
+    }
+    run.get();
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -582,6 +583,168 @@ TEST_P(timer_test, timers_of_two_pools_are_independent) {
   wait_for(b, [&] { return on_b.load() == 20; });
   a.wait();
   b.wait();
+}
+
+// ---------------------------------------------------------------------------
+// Saturating conversions (issue 41, defect 3): every delay, time point and
+// period is converted without overflow, whatever its rep, period or clock.
+// Too far ahead to represent (max(), +infinity) never comes, the past
+// (min(), -infinity) fires at once, and NaN is a usage_error. Under UBSan
+// (the asan preset) an overflow on the way aborts the test.
+
+using sys_clock = std::chrono::system_clock;
+template <class D>
+using sys_at = std::chrono::time_point<sys_clock, D>;
+template <class D>
+using steady_at = std::chrono::time_point<clock_type, D>;
+using fsec = std::chrono::duration<double>;
+constexpr double infinity = std::numeric_limits<double>::infinity();
+constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
+
+// Waits (running the pool's jobs where that is the only way) until pred()
+// holds or `bound` has passed, and returns pred(): a generous bound, only
+// there so that a failure ends.
+template <class P>
+bool wait_at_most(weft::pool& pool, std::chrono::milliseconds bound, P pred) {
+  const auto limit = clock_type::now() + bound;
+  pool.wait_until([&] { return pred() || clock_type::now() >= limit; });
+  return pred();
+}
+
+TEST_P(timer_test, a_time_too_far_ahead_on_any_clock_never_comes) {
+  std::atomic<int> runs{0};
+  std::atomic<int> alive{0};
+  weft::timer left;
+  {
+    weft::pool pool{options()};
+    const auto f = [&runs, keep = tracked{alive}] { runs.fetch_add(1); };
+    std::vector<weft::timer> never;
+    // Another clock's max(): its distance from now overflowed and fired at once.
+    never.push_back(pool.spawn_at(sys_at<std::chrono::seconds>::max(), f));
+    never.push_back(pool.spawn_at(sys_at<std::chrono::hours>::max(), f));
+    never.push_back(pool.spawn_at(sys_clock::time_point::max(), f));
+    never.push_back(pool.spawn_at(sys_at<fsec>(fsec(infinity)), f));
+    never.push_back(pool.spawn_at(sys_at<fsec>(fsec(1e300)), f));
+    never.push_back(pool.spawn_at(steady_at<fsec>(fsec(infinity)), f));
+    never.push_back(pool.spawn_at(steady_at<std::chrono::duration<std::uint64_t>>::max(), f));
+    never.push_back(pool.spawn_after(fsec(infinity), f));
+    never.push_back(pool.spawn_after(std::chrono::seconds::max(), f));
+    never.push_back(pool.spawn_after(std::chrono::duration<double, std::ratio<86400>>(1e300), f));
+    never.push_back(
+        pool.spawn_after(std::chrono::duration<std::uint64_t, std::ratio<3600>>::max(), f));
+    never.push_back(
+        pool.spawn_after(std::chrono::duration<std::int64_t, std::ratio<1, 3>>::max(), f));
+    never.push_back(pool.spawn_after(
+        std::chrono::duration<long double>(std::numeric_limits<long double>::max()), f));
+    std::this_thread::sleep_for(50ms);
+    pool.wait();
+    EXPECT_EQ(runs.load(), 0);
+    for (std::size_t i = 0; i < never.size(); ++i) {
+      EXPECT_TRUE(never[i].pending()) << "timer " << i;
+      EXPECT_TRUE(never[i].cancel()) << "timer " << i;
+    }
+    EXPECT_EQ(alive.load(), 1) << "cancel() destroyed every copy but f itself";
+    // One left waiting when the pool goes: the destructor cancels it.
+    left = pool.spawn_at(sys_at<std::chrono::seconds>::max(), f);
+  }
+  EXPECT_EQ(alive.load(), 0);
+  EXPECT_FALSE(left.pending());
+  EXPECT_EQ(runs.load(), 0);
+}
+
+TEST_P(timer_test, a_past_time_on_any_clock_fires_at_once) {
+  weft::pool pool{options()};
+  std::atomic<int> runs{0};
+  const auto f = [&runs] { runs.fetch_add(1); };
+  // Another clock's min(): its distance from now overflowed and never came.
+  pool.spawn_at(sys_clock::time_point::min(), f);
+  pool.spawn_at(sys_at<std::chrono::seconds>::min(), f);
+  pool.spawn_at(sys_at<std::chrono::hours>::min(), f);
+  pool.spawn_at(sys_at<fsec>(fsec(-infinity)), f);
+  pool.spawn_at(sys_at<fsec>(fsec(-1e300)), f);
+  pool.spawn_at(sys_clock::now() - std::chrono::hours(24 * 365 * 100), f);
+  pool.spawn_at(steady_at<std::chrono::seconds>::min(), f);
+  pool.spawn_at(steady_at<fsec>(fsec(-infinity)), f);
+  pool.spawn_after(fsec(-infinity), f);
+  pool.spawn_after(std::chrono::seconds::min(), f);
+  pool.spawn_after(std::chrono::duration<std::int64_t, std::ratio<1, 3>>::min(), f);
+  pool.spawn_after(std::chrono::duration<double, std::ratio<86400>>(-1e300), f);
+  constexpr int timers = 12;
+  EXPECT_TRUE(wait_at_most(pool, 10s, [&] { return runs.load() == timers; }))
+      << runs.load() << " of " << timers << " fired";
+  pool.wait();
+  EXPECT_EQ(runs.load(), timers);
+}
+
+// Checks that call() throws a usage_error that names `who`, says NaN and
+// says what to pass instead.
+template <class Call>
+void expect_nan_error(Call call, const std::string& who) {
+  try {
+    call();
+    ADD_FAILURE() << who << " accepted NaN";
+  } catch (const weft::usage_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(who + ":"), std::string::npos) << what;
+    EXPECT_NE(what.find("NaN"), std::string::npos) << what;
+    EXPECT_NE(what.find("pass a"), std::string::npos) << what;
+  }
+}
+
+TEST_P(timer_test, a_nan_delay_time_or_period_is_a_usage_error) {
+  weft::pool pool{options()};
+  std::atomic<int> runs{0};
+  std::atomic<int> alive{0};
+  // Each call gets its own callable, which is destroyed with the call.
+  auto f = [&] { return [&runs, keep = tracked{alive}] { runs.fetch_add(1); }; };
+  expect_nan_error([&] { (void)pool.spawn_after(fsec(not_a_number), f()); },
+                   "weft::pool::spawn_after");
+  expect_nan_error(
+      [&] {
+        (void)pool.spawn_after(
+            std::chrono::duration<float, std::milli>(std::numeric_limits<float>::quiet_NaN()), f());
+      },
+      "weft::pool::spawn_after");
+  expect_nan_error([&] { (void)pool.spawn_at(sys_at<fsec>(fsec(not_a_number)), f()); },
+                   "weft::pool::spawn_at");
+  expect_nan_error([&] { (void)pool.spawn_at(steady_at<fsec>(fsec(not_a_number)), f()); },
+                   "weft::pool::spawn_at");
+  expect_nan_error([&] { (void)pool.spawn_every(fsec(not_a_number), f()); },
+                   "weft::pool::spawn_every");
+  std::this_thread::sleep_for(5ms);
+  pool.wait();
+  EXPECT_EQ(runs.load(), 0);
+  EXPECT_EQ(alive.load(), 0);
+}
+
+TEST_P(timer_test, a_period_too_long_to_represent_never_comes_round) {
+  weft::pool pool{options()};
+  std::atomic<int> runs{0};
+  const auto f = [&runs] { runs.fetch_add(1); };
+  // The first run is one period from now, which never comes: the timer
+  // stays pending, and never fires, until cancelled.
+  std::vector<weft::timer> never;
+  never.push_back(pool.spawn_every(fsec(infinity), f));
+  never.push_back(pool.spawn_every(std::chrono::seconds::max(), f));
+  never.push_back(pool.spawn_every(std::chrono::duration<double, std::ratio<86400>>(1e300), f));
+  never.push_back(
+      pool.spawn_every(std::chrono::duration<std::uint64_t, std::ratio<3600>>::max(), f));
+  never.push_back(
+      pool.spawn_every(std::chrono::duration<std::int64_t, std::ratio<1, 3>>::max(), f));
+  std::this_thread::sleep_for(50ms);
+  pool.wait();
+  EXPECT_EQ(runs.load(), 0);
+  for (std::size_t i = 0; i < never.size(); ++i) {
+    EXPECT_TRUE(never[i].pending()) << "timer " << i;
+    EXPECT_TRUE(never[i].cancel()) << "timer " << i;
+  }
+  // -infinity is not positive: the bad-period error.
+  try {
+    (void)pool.spawn_every(fsec(-infinity), f);
+    ADD_FAILURE() << "spawn_every accepted -infinity";
+  } catch (const weft::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("period must be positive"), std::string::npos);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, timer_test, ::testing::ValuesIn(weft::test::worker_counts()),
