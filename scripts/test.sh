@@ -3,7 +3,8 @@
 #   1 format check   2 release build + tests + examples   3 soak (2 minutes)
 #   4 SPIN models   5 clang-tidy   6 API reference (Doxygen, warnings are errors)
 #   7 ThreadSanitizer   8 AddressSanitizer + UBSan
-#   9 package check (find_package, add_subdirectory, FetchContent, pkg-config)
+#   9 clang-16 + libc++ 16: build, unit tests, examples, find_package
+#  10 package check (find_package, add_subdirectory, FetchContent, pkg-config)
 # SKIP_SANITIZERS=1 skips steps 7 and 8 for a quick local run; SOAK_MINUTES
 # sets the soak's length (default 2).
 set -euo pipefail
@@ -53,7 +54,7 @@ cxx_files() {
 
 bash scripts/deps.sh test
 
-section "1/9 format check (clang-format --dry-run --Werror)"
+section "1/10 format check (clang-format --dry-run --Werror)"
 mapfile -t format_files < <(cxx_files include src tests examples bench)
 if [[ ${#format_files[@]} -eq 0 ]]; then
   echo "no C++ files to check"
@@ -63,18 +64,18 @@ else
 fi
 section_done
 
-section "2/9 release: build, unit + stress tests (WEFT_STRESS_SCALE=1), examples"
+section "2/10 release: build, unit + stress tests (WEFT_STRESS_SCALE=1), examples"
 cmake --preset release
 cmake --build --preset release -j"$jobs"
 WEFT_STRESS_SCALE=1 run_ctest ctest --preset release
 section_done
 
-section "3/9 soak: mixed load for ${SOAK_MINUTES:-2} minutes (scripts/soak.sh)"
+section "3/10 soak: mixed load for ${SOAK_MINUTES:-2} minutes (scripts/soak.sh)"
 bash scripts/soak.sh --minutes "${SOAK_MINUTES:-2}" --build-dir build/release
 tests_passed=$((tests_passed + 1))
 section_done
 
-section "4/9 SPIN models of sleep/wake and idle detection (scripts/spin.sh)"
+section "4/10 SPIN models of sleep/wake and idle detection (scripts/spin.sh)"
 spin_log=$(mktemp)
 bash scripts/spin.sh 2>&1 | tee "$spin_log"
 if [[ $(tail -n1 "$spin_log") =~ ([0-9]+)\ passed ]]; then
@@ -83,7 +84,7 @@ fi
 rm -f "$spin_log"
 section_done
 
-section "5/9 clang-tidy (src/*.cpp, src/mpi/*.cpp, examples/*.cpp, examples/blas/*.cpp)"
+section "5/10 clang-tidy (src/*.cpp, src/mpi/*.cpp, examples/*.cpp, examples/blas/*.cpp)"
 shopt -s nullglob
 tidy_files=(src/*.cpp src/mpi/*.cpp examples/*.cpp examples/blas/*.cpp)
 shopt -u nullglob
@@ -101,13 +102,13 @@ else
 fi
 section_done
 
-section "6/9 API reference: Doxygen over the public headers, any warning fails (weft_docs)"
+section "6/10 API reference: Doxygen over the public headers, any warning fails (weft_docs)"
 cmake --build --preset release --target weft_docs
 echo "API reference: build/release/docs/html/index.html"
 section_done
 
 if [[ ${SKIP_SANITIZERS:-0} == 1 ]]; then
-  section "7/9 and 8/9 sanitizers: SKIPPED (SKIP_SANITIZERS=1)"
+  section "7/10 and 8/10 sanitizers: SKIPPED (SKIP_SANITIZERS=1)"
 else
   # GCC's ThreadSanitizer cannot map its shadow memory on kernels with high
   # mmap randomisation; running without ASLR sidesteps that where allowed.
@@ -116,14 +117,14 @@ else
     no_aslr=(setarch "$(uname -m)" -R)
   fi
 
-  section "7/9 ThreadSanitizer: build, tests (WEFT_STRESS_SCALE=0.2), examples"
+  section "7/10 ThreadSanitizer: build, tests (WEFT_STRESS_SCALE=0.2), examples"
   cmake --preset tsan
   cmake --build --preset tsan -j"$jobs"
   WEFT_STRESS_SCALE=0.2 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     run_ctest "${no_aslr[@]}" ctest --preset tsan
   section_done
 
-  section "8/9 AddressSanitizer + UBSan: build, tests (WEFT_STRESS_SCALE=0.2), examples"
+  section "8/10 AddressSanitizer + UBSan: build, tests (WEFT_STRESS_SCALE=0.2), examples"
   cmake --preset asan
   cmake --build --preset asan -j"$jobs"
   WEFT_STRESS_SCALE=0.2 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -132,7 +133,27 @@ else
   section_done
 fi
 
-section "9/9 package check: install, then find_package / add_subdirectory / FetchContent / pkg-config"
+section "9/10 clang-16 + libc++ 16: build, unit tests (WEFT_STRESS_SCALE=0.2), examples, find_package"
+# libc++ toolchains (Apple's among them) build weft too; this one has no MPI
+# (Debian's OpenMPI C++ parts are built for libstdc++), no stress tests
+# beyond the unit suite's, and the consumer in find_package mode.
+cmake --preset clang-libcxx
+cmake --build --preset clang-libcxx -j"$jobs"
+WEFT_STRESS_SCALE=0.2 run_ctest ctest --preset clang-libcxx -LE stress
+libcxx_check=$root/build/package-check-libcxx
+rm -rf "$libcxx_check"
+cmake --install build/clang-libcxx --prefix "$libcxx_check/prefix"
+cmake -S tests/consumer -B "$libcxx_check/package" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-16 \
+  -DCMAKE_CXX_FLAGS=-stdlib=libc++ -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++ \
+  -DCMAKE_PREFIX_PATH="$libcxx_check/prefix" -DWEFT_CONSUMER_MODE=package \
+  -DWEFT_SOURCE_DIR="$root"
+cmake --build "$libcxx_check/package" -j"$jobs"
+"$libcxx_check/package/weft_consumer"
+echo "-- libc++ consumer in package mode: ran OK"
+section_done
+
+section "10/10 package check: install, then find_package / add_subdirectory / FetchContent / pkg-config"
 check_dir=$root/build/package-check
 rm -rf "$check_dir"
 cmake --install build/release --prefix "$check_dir/prefix"

@@ -122,8 +122,7 @@ void apply(const task_spec& t, std::uint64_t* const* p) {
         *p[i] += mix(h ^ (0x100 + i));  // plain: two at once would be a data race
         break;
       case weft::access_mode::concurrent:
-        // std::atomic_ref, which libc++ 16 lacks; TSan sees the builtin as atomic.
-        __atomic_fetch_add(p[i], mix(h ^ (0x200 + i)), __ATOMIC_RELAXED);
+        weft::test::atomic_add(*p[i], mix(h ^ (0x200 + i)), __ATOMIC_RELAXED);
         break;
       case weft::access_mode::reduce:
         *p[i] += mix(h ^ (0x300 + i));
@@ -558,8 +557,7 @@ TEST(flow_memory, ten_million_tasks_in_a_small_window) {
           expected[o] += 2;
           break;
         default:
-          f.emplace([](std::uint64_t& v) { std::atomic_ref<std::uint64_t>(v).fetch_add(5); },
-                    weft::concurrent(x));
+          f.emplace([](std::uint64_t& v) { weft::test::atomic_add(v, 5); }, weft::concurrent(x));
           expected[o] += 5;
           break;
       }

@@ -33,6 +33,13 @@ inline std::size_t scaled(std::size_t n, std::size_t at_least = 1) {
   return v < at_least ? at_least : v;
 }
 
+// `v += by` as one atomic read-modify-write on an object that is not a
+// std::atomic (a flow's concurrent object): what std::atomic_ref would do,
+// which libc++ 16 lacks. TSan sees the builtin as atomic.
+inline void atomic_add(std::uint64_t& v, std::uint64_t by, int order = __ATOMIC_SEQ_CST) noexcept {
+  __atomic_fetch_add(&v, by, order);
+}
+
 // Worker counts every pool test runs with; 0 is sequential mode.
 inline const std::vector<std::size_t>& worker_counts() {
   static const std::vector<std::size_t> counts{0, 1, 2, 4, 8};

@@ -224,8 +224,7 @@ TEST_P(flow_test, accesses_of_different_modes_never_overlap) {
         f.emplace(
             [&](std::uint64_t& v) {
               enter(weft::access_mode::concurrent);
-              // std::atomic_ref, which libc++ 16 lacks; TSan sees the builtin as atomic.
-              __atomic_fetch_add(&v, std::uint64_t{7}, __ATOMIC_SEQ_CST);
+              weft::test::atomic_add(v, 7);
               leave(weft::access_mode::concurrent);
             },
             weft::concurrent(x));
@@ -370,7 +369,7 @@ TEST_P(flow_test, concurrent_tasks_run_at_the_same_time) {
     f.emplace(
         [&meet, i](std::uint64_t& v) {
           meet.arrive(i);
-          std::atomic_ref<std::uint64_t>(v).fetch_add(i + 1);
+          weft::test::atomic_add(v, i + 1);
         },
         weft::concurrent(x));
   }
@@ -498,8 +497,7 @@ std::uint64_t emplace_tasks_on(weft::flow& f, std::uint64_t& x, std::atomic<int>
   }
   for (int i = 0; i < 10; ++i) f.emplace([](std::uint64_t& v) { v += 5; }, weft::commute(x));
   for (int i = 0; i < 10; ++i) {
-    f.emplace([](std::uint64_t& v) { std::atomic_ref<std::uint64_t>(v).fetch_add(2); },
-              weft::concurrent(x));
+    f.emplace([](std::uint64_t& v) { weft::test::atomic_add(v, 2); }, weft::concurrent(x));
   }
   for (int i = 0; i < 10; ++i) {
     f.emplace([](std::uint64_t& copy) { copy += 3; }, weft::reduce(x, std::plus<>{}));
@@ -570,7 +568,7 @@ TEST_P(flow_test, wait_for_an_object_does_not_wait_for_unrelated_tasks) {
     f.emplace(
         [](std::uint64_t& v) {
           spin_a_little();
-          std::atomic_ref<std::uint64_t>(v).fetch_add(1);
+          weft::test::atomic_add(v, 1);
         },
         weft::concurrent(x));
   }
@@ -1424,8 +1422,7 @@ TEST_P(flow_test, dump_writes_dot_that_graphviz_parses) {
   f.emplace([](const std::uint64_t&) {}, weft::read(x));
   f.emplace([](std::uint64_t& v) { v += 1; }, weft::commute(x));
   f.emplace([](std::uint64_t& v) { v += 1; }, weft::commute(x));
-  f.emplace([](std::uint64_t& v) { std::atomic_ref<std::uint64_t>(v).fetch_add(1); },
-            weft::concurrent(x));
+  f.emplace([](std::uint64_t& v) { weft::test::atomic_add(v, 1); }, weft::concurrent(x));
   f.emplace([](std::uint64_t& c) { c += 1; }, weft::reduce(x, std::plus<>{}));
   f.emplace([](std::uint64_t& c) { c += 1; }, weft::reduce(x, std::plus<>{}));
   f.emplace([](std::uint64_t& v) { v *= 2; }, weft::write(x)).name("last");
