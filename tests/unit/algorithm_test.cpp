@@ -784,61 +784,67 @@ TEST_P(algorithm_test, bad_input_throws_usage_error_and_runs_nothing) {
 
 // A loop's root job, when its caller cannot stand in (one worker here),
 // must run: the call is synchronous and its caller waits for it.
-TEST(algorithm_root_job, purge_does_not_drop_it) {
-  weft::pool pool{{.threads = 1}};
+struct loop_outcome {
+  std::string error;  // what the call threw; empty if nothing
+  int ran = 0;        // elements run, of 100
+};
+
+// Holds the pool's only worker, then calls a loop of 100 elements from
+// another thread (its root job waits behind the held worker), runs
+// meanwhile() and lets the worker go.
+template <class Meanwhile>
+loop_outcome a_loop_behind_the_held_worker(weft::pool& pool, Meanwhile meanwhile) {
   std::atomic<bool> held{false};
   std::atomic<bool> release{false};
   pool.spawn([&] {
     held = true;
     while (!release.load()) std::this_thread::yield();
   });
-  ASSERT_TRUE(weft::test::wait_for(held));
+  EXPECT_TRUE(weft::test::wait_for(held));
+  meanwhile(0);  // before the call
   std::atomic<int> ran{0};
-  std::string error;
+  loop_outcome out;
   std::thread caller([&] {
     try {
       weft::for_each_index(pool, 0, 100, [&](int) { ran.fetch_add(1); });
     } catch (const std::exception& e) {
-      error = e.what();
+      out.error = e.what();
     }
   });
-  // The root waits behind the held worker while these purges run.
-  const auto until = std::chrono::steady_clock::now() + 50ms;
-  while (std::chrono::steady_clock::now() < until) {
-    (void)pool.purge();
-    std::this_thread::sleep_for(1ms);
-  }
+  meanwhile(1);  // during it
   release = true;
   caller.join();
-  EXPECT_EQ(error, "");
-  EXPECT_EQ(ran.load(), 100);
+  pool.wait();
+  out.ran = ran.load();
+  return out;
+}
+
+TEST(algorithm_root_job, purge_does_not_drop_it) {
+  weft::pool pool{{.threads = 1}};
+  const loop_outcome out = a_loop_behind_the_held_worker(pool, [&](int when) {
+    if (when == 0) return;
+    // The root waits behind the held worker while these purges run.
+    const auto until = std::chrono::steady_clock::now() + 50ms;
+    while (std::chrono::steady_clock::now() < until) {
+      (void)pool.purge();
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  EXPECT_EQ(out.error, "");
+  EXPECT_EQ(out.ran, 100);
 }
 
 TEST(algorithm_root_job, the_bound_does_not_hold_it_up) {
   weft::pool pool{{.threads = 1, .capacity = 1, .on_full = weft::overflow::reject}};
-  std::atomic<bool> held{false};
-  std::atomic<bool> release{false};
-  pool.spawn([&] {
-    held = true;
-    while (!release.load()) std::this_thread::yield();
-  });
-  ASSERT_TRUE(weft::test::wait_for(held));
-  pool.spawn([] {});  // queued: the bound is full
-  std::atomic<int> ran{0};
-  std::string error;
-  std::thread caller([&] {
-    try {
-      weft::for_each_index(pool, 0, 100, [&](int) { ran.fetch_add(1); });
-    } catch (const std::exception& e) {
-      error = e.what();
+  const loop_outcome out = a_loop_behind_the_held_worker(pool, [&](int when) {
+    if (when == 0) {
+      pool.spawn([] {});  // queued: the bound is full
+    } else {
+      std::this_thread::sleep_for(50ms);  // a refusal comes at once
     }
   });
-  std::this_thread::sleep_for(50ms);  // a refusal comes at once
-  release = true;
-  caller.join();
-  pool.wait();
-  EXPECT_EQ(error, "");
-  EXPECT_EQ(ran.load(), 100);
+  EXPECT_EQ(out.error, "");
+  EXPECT_EQ(out.ran, 100);
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, algorithm_test, ::testing::ValuesIn(weft::test::worker_counts()),

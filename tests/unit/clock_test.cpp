@@ -14,21 +14,14 @@
 #include <string>
 #include <weft/weft.hpp>
 
+#include "support/clock_cases.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
 using ns = std::chrono::nanoseconds;
-using steady = std::chrono::steady_clock;
-using sys_clock = std::chrono::system_clock;
-template <class D>
-using sys_at = std::chrono::time_point<sys_clock, D>;
-template <class D>
-using steady_at = std::chrono::time_point<steady, D>;
-using fsec = std::chrono::duration<double>;
 namespace detail = weft::detail;
-
-constexpr double infinity = std::numeric_limits<double>::infinity();
-constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
+using namespace weft::test::clock_cases;
 
 __extension__ typedef __int128 wide;  // NOLINT(modernize-use-using): __extension__ needs a typedef
 

@@ -18,6 +18,7 @@
 #include <vector>
 #include <weft/weft.hpp>
 
+#include "support/clock_cases.hpp"
 #include "support/support.hpp"
 
 namespace {
@@ -230,18 +231,10 @@ TEST_P(timed_wait, timed_out_pool_waits_lose_no_job) {
 // (min(), -infinity) only looks, NaN is a usage_error. Under UBSan (the
 // asan preset) an overflow on the way aborts the test.
 
-using steady = std::chrono::steady_clock;
-using sys_clock = std::chrono::system_clock;
-template <class D>
-using sys_at = std::chrono::time_point<sys_clock, D>;
-template <class D>
-using steady_at = std::chrono::time_point<steady, D>;
-using fsec = std::chrono::duration<double>;
+using namespace weft::test::clock_cases;
 using thirds = std::chrono::duration<std::int64_t, std::ratio<1, 3>>;
 using unsigned_hours = std::chrono::duration<std::uint64_t, std::ratio<3600>>;
 using long_double_seconds = std::chrono::duration<long double>;
-constexpr double infinity = std::numeric_limits<double>::infinity();
-constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
 constexpr long double most_long_double = std::numeric_limits<long double>::max();
 
 // Sets `flag` once `after` has passed, or at once when destroyed: a bound
@@ -364,21 +357,6 @@ TEST_P(timed_wait, a_past_deadline_on_any_clock_only_looks) {
     const timed_result r = wait_on_a_blocked_job(pool, 2000ms, w.wait);
     EXPECT_EQ(r.status, std::future_status::timeout) << w.name;
     EXPECT_LT(r.took, 1s) << w.name << ": did not return at once";
-  }
-}
-
-// Checks that call() throws a usage_error that names `who`, says NaN and
-// says what to pass instead.
-template <class Call>
-void expect_nan_error(Call call, const std::string& who) {
-  try {
-    call();
-    ADD_FAILURE() << who << " accepted NaN";
-  } catch (const weft::usage_error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find(who + ":"), std::string::npos) << what;
-    EXPECT_NE(what.find("NaN"), std::string::npos) << what;
-    EXPECT_NE(what.find("pass a"), std::string::npos) << what;
   }
 }
 

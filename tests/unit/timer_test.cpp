@@ -22,12 +22,14 @@
 #include <vector>
 #include <weft/weft.hpp>
 
+#include "support/clock_cases.hpp"
 #include "support/support.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
+using namespace weft::test::clock_cases;
 
 class timer_test : public ::testing::TestWithParam<std::size_t> {
  protected:
@@ -592,15 +594,6 @@ TEST_P(timer_test, timers_of_two_pools_are_independent) {
 // (min(), -infinity) fires at once, and NaN is a usage_error. Under UBSan
 // (the asan preset) an overflow on the way aborts the test.
 
-using sys_clock = std::chrono::system_clock;
-template <class D>
-using sys_at = std::chrono::time_point<sys_clock, D>;
-template <class D>
-using steady_at = std::chrono::time_point<clock_type, D>;
-using fsec = std::chrono::duration<double>;
-constexpr double infinity = std::numeric_limits<double>::infinity();
-constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
-
 // Waits (running the pool's jobs where that is the only way) until pred()
 // holds or `bound` has passed, and returns pred(): a generous bound, only
 // there so that a failure ends.
@@ -674,21 +667,6 @@ TEST_P(timer_test, a_past_time_on_any_clock_fires_at_once) {
       << runs.load() << " of " << timers << " fired";
   pool.wait();
   EXPECT_EQ(runs.load(), timers);
-}
-
-// Checks that call() throws a usage_error that names `who`, says NaN and
-// says what to pass instead.
-template <class Call>
-void expect_nan_error(Call call, const std::string& who) {
-  try {
-    call();
-    ADD_FAILURE() << who << " accepted NaN";
-  } catch (const weft::usage_error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find(who + ":"), std::string::npos) << what;
-    EXPECT_NE(what.find("NaN"), std::string::npos) << what;
-    EXPECT_NE(what.find("pass a"), std::string::npos) << what;
-  }
 }
 
 TEST_P(timer_test, a_nan_delay_time_or_period_is_a_usage_error) {
