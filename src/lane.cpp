@@ -20,9 +20,11 @@ lane* lane_set::bind() {
   if (i == max_lanes) return nullptr;
   lanes_[i] = std::make_unique<lane>();
   lanes_[i]->bound.store(true, std::memory_order_relaxed);  // not visible to anyone yet
-  // Release pairs with the acquire load in size(): whoever sees the new count
-  // sees the lane built.
-  count_.store(i + 1, std::memory_order_release);
+  // seq_cst pairs with the seq_cst load in size(): whoever sees the new
+  // count sees the lane built, and the store precedes this thread's first
+  // push into the lane in the total order, so a sleeper's re-check that
+  // comes after that push in the order reads this count or a later one.
+  count_.store(i + 1, std::memory_order_seq_cst);
   return lanes_[i].get();
 }
 

@@ -154,8 +154,9 @@ class work_deque {
   }
 
   // Owner only: makes every private item public; false if there was none. The caller must then
-  // call the pool's new_work(), as after push(). The pool calls it when a worker is idle while
-  // this deque holds private items that a thief could run (docs/deque.md, "Idle workers").
+  // call the pool's new_work(), as after push(). The pool calls it when the owner takes a job to
+  // run (pool::take_own()), so private items outlive only the job that pushed them
+  // (docs/deque.md, "Idle workers").
   bool publish_all() noexcept {
     if (private_ == 0) return false;
     return try_publish_oldest(private_);
@@ -168,8 +169,9 @@ class work_deque {
     // load, a seq_cst fence and an acquire load). The pair is the other side of pop_public()'s
     // seq_cst store of split_ followed by its seq_cst load of top_, see there.
     std::int64_t t = top_.load(std::memory_order_seq_cst);
-    // The acquire half pairs with the seq_cst store of split_ in publish() and the release store
-    // in pop_public(): the slots below s and the buffer holding them are visible.
+    // The acquire half pairs with whichever store of split_ it reads, all of them release: the
+    // seq_cst store in publish(), and pop_public()'s seq_cst store of b and release store of
+    // b + 1. The slots below s and the buffer holding them are visible.
     const std::int64_t s = split_.load(std::memory_order_seq_cst);
     if (t >= s) {
       return nullptr;
@@ -235,8 +237,10 @@ class work_deque {
   // Owner only: the buffer, grown until `count` more items fit above index b.
   buffer* room_for(std::int64_t b, std::int64_t count) {
     buffer* buf = ring_.owned();
-    // Acquire: pairs with the successful compare_exchange on top_ in steal() and pop_public().
-    // Every taker's read of a slot below t happens before a push reuses that slot.
+    // Acquire: pairs with the successful compare_exchange on top_ in steal() (pop_public()'s is
+    // this thread's own). Every write of top_ is a compare_exchange, so each later value is in
+    // the release sequence of every earlier one: a load that reads t synchronizes with each claim
+    // below t, and every taker's read of a slot below t happens before a push reuses that slot.
     const std::int64_t t = top_.load(std::memory_order_acquire);
     while (b - t + count > buf->capacity()) [[unlikely]] {
         buf = ring_.grow(buf, t, b);

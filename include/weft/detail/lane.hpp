@@ -140,8 +140,12 @@ class lane_set {
 
   // Any thread: lanes [0, size()) exist.
   [[nodiscard]] std::size_t size() const noexcept {
-    // Acquire pairs with the release store in bind(): the lane is built.
-    return count_.load(std::memory_order_acquire);
+    // seq_cst pairs with the seq_cst store in bind(). Acquire alone would
+    // show the lane built; seq_cst also puts this load in the total order,
+    // which the sleep protocol's re-check needs (docs/sleep.md, "On a weakly
+    // ordered CPU"): a sleeper whose prepare() follows a producer's push
+    // into a new lane must see that lane counted.
+    return count_.load(std::memory_order_seq_cst);
   }
   [[nodiscard]] lane& operator[](std::size_t i) const noexcept { return *lanes_[i]; }
 

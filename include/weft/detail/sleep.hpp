@@ -110,7 +110,8 @@ class sleep_controller {
   // leave_guest() and the guest's re-check of the queues that follows pair
   // with a producer's push and load of the state in new_work(), so either
   // the producer saw the guest gone (and woke a sleeper) or the guest sees
-  // the job (and calls new_work() itself).
+  // the job (and calls new_work() itself). enter_guest() pairs with nothing:
+  // a producer that misses the bit wakes one sleeper too many.
   void enter_guest() noexcept { state_.fetch_add(one_guest, std::memory_order_seq_cst); }
   void leave_guest() noexcept { state_.fetch_sub(one_guest, std::memory_order_seq_cst); }
 
@@ -126,9 +127,9 @@ class sleep_controller {
   void wake_sleepers() noexcept;
 
   // Any thread; a hint: whether some worker is searching for work or asleep,
-  // so that a job made visible now would be taken soon. Relaxed: the owner
-  // of private work only chooses by it whether to publish it (docs/deque.md,
-  // "Idle workers"); a stale answer costs a publication or delays one.
+  // so that a job made visible now would be taken soon. Relaxed: a running
+  // batch only chooses by it whether to hand half of its range over
+  // (weft/batch.hpp); a stale answer costs a split or delays one.
   [[nodiscard]] bool someone_idle() const noexcept {
     const std::uint64_t s = state_.load(std::memory_order_relaxed);
     return searchers(s) != 0 || sleepers(s) != 0;
