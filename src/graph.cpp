@@ -148,7 +148,7 @@ graph_core::~graph_core() {
       if (!running()) break;
       last = queue_tail_ != nullptr ? queue_tail_ : current_;
     }
-    last->owner->await(last->done);
+    scheduler::await(*last->owner, last->done);
   }
   if (trivial_nodes_) nodes_.skip_destructors();
   release_state(state_);
@@ -279,7 +279,7 @@ void graph_core::finish_subflow_run(run_state* s) noexcept {
       parent.publish(&j, 1);
     }
   }
-  p->leave(epoch);  // last: the pool may be destroyed once its count is zero
+  scheduler::leave(*p, epoch);  // last: the pool may be destroyed once its count is zero
 }
 
 graph_node* graph_core::add_placeholder() {
@@ -596,7 +596,7 @@ void graph_core::init_state(run_state* s, pool& p, unsigned epoch, std::size_t r
   s->graph = this;                         // future<void>::wait() refuses a wait from our own tasks
   s->dropped = &run_state::on_dropped;
   s->owner = &p;
-  s->owner_life = p.life();
+  s->owner_life = scheduler::life(p);
   s->epoch = epoch;
   s->repeats = runs - 1;
   s->until = std::move(until);
@@ -612,14 +612,14 @@ run_state* graph_core::start(pool& p, std::size_t runs, std::function<bool()> un
   // previous run's tasks, including their counter resets, are visible.
   if (runs_.fetch_add(1, std::memory_order_acquire) != 0) return enqueue(p, runs, until);
   run_state* s = nullptr;
-  pool::ticket t{};
+  scheduler::ticket t{};
   try {
     // Without a normal edge to an older task, the order of creation is a
     // topological order: no cycle is possible.
     if (dirty_ && has_backward_) check_cycles();
     dirty_ = false;
     s = fresh_state();
-    t = p.enter();
+    t = scheduler::enter(p).ticket;
   } catch (...) {
     // A state taken for this run is free again. Release pairs with the
     // acquire loads in fresh_state() and spare_state().
@@ -631,7 +631,7 @@ run_state* graph_core::start(pool& p, std::size_t runs, std::function<bool()> un
   // Destroyed last: the caller's last touch of the pool, if it is not a
   // worker (the run may finish, and the pool go, as soon as the last source
   // is pushed).
-  const pool::submission_guard guard{p, t};
+  const scheduler::submission_guard guard{p, t};
   init_state(s, p, t.epoch, runs, until);
   current_ = s;
   launch(s, false);
@@ -654,14 +654,14 @@ run_state* graph_core::enqueue(pool& p, std::size_t runs, std::function<bool()>&
         "start after the task's own run has finished; repeat the graph with pool.run_n or "
         "pool.run_until, or loop with a condition task");
   }
-  pool::ticket t{};
+  scheduler::ticket t{};
   try {
-    t = p.enter();
+    t = scheduler::enter(p).ticket;
   } catch (...) {
     abandon_enqueue();
     throw;
   }
-  const pool::submission_guard guard{p, t};  // destroyed last, as in start()
+  const scheduler::submission_guard guard{p, t};  // destroyed last, as in start()
   run_state* s = nullptr;
   bool turn = false;
   {
@@ -670,7 +670,7 @@ run_state* graph_core::enqueue(pool& p, std::size_t runs, std::function<bool()>&
       s = spare_state();
     } catch (...) {
       lock.unlock();
-      p.leave(t.epoch);
+      scheduler::leave(p, t.epoch);
       abandon_enqueue();
       throw;
     }
@@ -737,7 +737,8 @@ void graph_core::launch_prepared(pool& p, bool guarded) noexcept {
     job* j = sources[i];
     // A source that cannot be queued (out of memory, or p closing for a
     // guarded push) runs here.
-    const std::size_t queued = guarded ? scheduler::publish_guarded(p, &j, 1) : p.push_many(&j, 1);
+    const std::size_t queued =
+        guarded ? scheduler::publish_guarded(p, &j, 1) : scheduler::publish(p, &j, 1);
     if (queued == 0) run_node(j);
   }
 }
@@ -745,7 +746,7 @@ void graph_core::launch_prepared(pool& p, bool guarded) noexcept {
 bool graph_core::prepare_run(run_state* s) noexcept {
   pool& p = *s->owner;
   pool_ = &p;
-  traced_ = p.tracer_ != nullptr;
+  traced_ = scheduler::traced(p);
   run_epoch_ = s->epoch;
   error_ = nullptr;
   {
@@ -989,7 +990,7 @@ void graph_core::publish(job* const* ready, std::size_t n) noexcept {
   // Out of memory for a queue to grow: run the tasks not pushed here, one
   // after another, rather than lose them. Each holds its unit of
   // in_flight_, so the run still finishes exactly once.
-  for (std::size_t i = pool_->push_many(ready, n); i < n; ++i) run_node(ready[i]);
+  for (std::size_t i = scheduler::publish(*pool_, ready, n); i < n; ++i) run_node(ready[i]);
 }
 
 void graph_core::retire(std::size_t units) noexcept {
@@ -1055,7 +1056,7 @@ void graph_core::finish_run() noexcept {
     if (error_) {
       if (dropped) {
         // Nobody will see the future's error: the pool's error path gets it.
-        p->report_error(std::exchange(error_, nullptr));
+        scheduler::report_error(*p, std::exchange(error_, nullptr));
       } else {
         s->error = std::exchange(error_, nullptr);
       }
@@ -1081,13 +1082,13 @@ void graph_core::finish_run() noexcept {
       destroy_state(s);
     }
     if (next == nullptr) {
-      p->leave(epoch);  // last: the pool may be destroyed once its count is zero
+      scheduler::leave(*p, epoch);  // last: the pool may be destroyed once its count is zero
       return;
     }
     // With the turn, the graph stays: start the next run (on its own pool).
     const bool queued = prepare_run(next);
     if (queued) launch_prepared(*next->owner, true);
-    p->leave(epoch);  // our run's pool; the next run keeps its own
+    scheduler::leave(*p, epoch);  // our run's pool; the next run keeps its own
     if (queued) return;
   }
 }

@@ -12,6 +12,8 @@
 #include <utility>
 
 #include "detail/latch.hpp"
+#include "detail/local.hpp"
+#include "detail/scheduler.hpp"
 #include "pool.hpp"
 
 namespace weft {
@@ -59,7 +61,7 @@ class task_group {
     // published by the queue push inside post().
     state_.fetch_add(one_job, std::memory_order_relaxed);
     try {
-      pool_.post<member_call<std::decay_t<F>, false>>(this, std::forward<F>(f));
+      detail::scheduler::post<member_call<std::decay_t<F>, false>>(pool_, this, std::forward<F>(f));
     } catch (...) {
       finish_shared();
       throw;
@@ -194,7 +196,7 @@ class task_group {
       // the group marks it as one of its own (see wait_idle()).
       const detail::running_scope running{&g->pool_, epoch, g};
       C* fn = std::launder(reinterpret_cast<C*>(s->storage));
-      if (pool::cancelled_at_start(&g->pool_, s)) [[unlikely]] {
+      if (detail::scheduler::cancelled_at_start(g->pool_, s)) [[unlikely]] {
         g->fail(detail::cancelled_error());
       } else {
         g->run_guarded(*fn);
@@ -212,7 +214,7 @@ class task_group {
       ++self->finished[epoch];
       finish_at_home();
     } else {
-      pool_.count_job_finished(home_->cache, epoch);
+      detail::scheduler::count_job_finished(pool_, home_->cache, epoch);
       finish_shared();
     }
   }
@@ -230,7 +232,7 @@ class task_group {
   bool wait_at_home() {
     auto done = [this] { return idle(); };
     auto mine = [this](const detail::job* j) { return owns(j); };
-    if (!pool_.help_from_own_deque(*home_, done, mine)) return false;
+    if (!detail::local::help_from_own_deque(pool_, *home_, done, mine)) return false;
     slots_used_ = 0;  // every slot's job has finished
     return true;
   }
@@ -248,7 +250,7 @@ class task_group {
     }
     count_home_spawn(1);
     try {
-      pool_.post_own<member_call<C, true>>(*home_, this, std::forward<F>(f));
+      detail::local::post_own<member_call<C, true>>(pool_, *home_, this, std::forward<F>(f));
     } catch (...) {
       finish_at_home();
       throw;
@@ -259,16 +261,16 @@ class task_group {
   void spawn_in_slot(F&& f) {
     slot* s = &slots_[slots_used_].s;
     ::new (static_cast<void*>(s->storage)) C(std::forward<F>(f));  // may throw: nothing changed
-    const unsigned e = pool_.count_own_spawn(*home_);
+    const unsigned e = detail::local::count_own_spawn(pool_, *home_);
     ::new (static_cast<void*>(s)) slot(this, e, &run_slot<C>);
     ++slots_used_;
     count_home_spawn(1);
     try {
-      pool_.push_own(*home_, s);
+      detail::local::push_public(pool_, *home_, s);
     } catch (...) {
       count_home_spawn(-1);
       --slots_used_;
-      pool::uncount_own_spawn(*home_, e);
+      detail::local::uncount_own_spawn(*home_, e);
       std::launder(reinterpret_cast<C*>(s->storage))->~C();
       throw;
     }

@@ -15,6 +15,8 @@
 #include "detail/context.hpp"
 #include "detail/job.hpp"
 #include "detail/latch.hpp"
+#include "detail/local.hpp"
+#include "detail/scheduler.hpp"
 #include "future.hpp"
 #include "pool.hpp"
 
@@ -69,15 +71,15 @@ struct join_access {
   [[gnu::noinline]] static void finish_after_throw(pool& p, worker& self,
                                                    stealable_half<G>& right) noexcept;
   // The thief of a half whose joiner, worker `index` of p, naps: wakes it.
-  static void wake_joiner(pool& p, std::size_t index) noexcept { p.workers_[index]->nap.unpark(); }
+  static void wake_joiner(pool& p, std::size_t index) noexcept { local::nap_of(p, index).unpark(); }
   // A half forked from outside the pool has finished.
   static void count_finished(pool& p, job_cache& c, unsigned epoch) noexcept {
-    p.count_finished(c, epoch, 1);
+    scheduler::count_finished(p, c, epoch, 1);
   }
   // The epoch parity of a half a worker of p forked under `scope`.
   static unsigned epoch_of(const pool& p, const running_scope* scope) noexcept {
     unsigned epoch = 0;
-    if (!running_scope::find(scope, &p, epoch)) epoch = p.spawn_epoch();
+    if (!running_scope::find(scope, &p, epoch)) epoch = scheduler::spawn_epoch(p);
     return epoch;
   }
 };
@@ -238,10 +240,9 @@ template <bool Private, class F, class G>
   if constexpr (Private) {
     // Thieves see it once the deque publishes it (when its public part runs
     // dry), and only then do sleepers need a word.
-    if (self.deque.push_private(&right)) p.sleep_.new_work();
+    local::push_private(p, self, &right);
   } else {
-    self.deque.push(&right);
-    p.sleep_.new_work();
+    local::push_public(p, self, &right);
   }
   using left_result = result_t<std::invoke_result_t<F&>>;
   using right_result = typename stealable_half<G>::result;
@@ -287,7 +288,7 @@ result_t<std::invoke_result_t<G&>> join_access::take_back(pool& p, worker& self,
     if (j == &right) return call_half(*right.fn);
     if (j == nullptr) break;
     detail::worker::bump(self.counts.jobs);
-    p.execute(j);
+    local::execute(p, j);
   }
   self.forked_with_others = true;  // our half went to another thread: search_limit()
   auto stolen_done = [&right] { return right.finished(); };
@@ -306,7 +307,7 @@ result_t<std::invoke_result_t<G&>> join_access::take_back(pool& p, worker& self,
       self.nap.park_for(d);
     }
   };
-  p.help_until(stolen_done, nap);
+  local::help_until(p, stolen_done, nap);
   return right.take();
 }
 
@@ -323,7 +324,7 @@ auto join_access::elsewhere(pool& p, F& f, G& g) {
   using left_result = result_t<std::invoke_result_t<F&>>;
   using right_result = typename stealable_half<G>::result;
   using both = std::pair<left_result, right_result>;
-  if (p.sequential()) {
+  if (scheduler::sequential(p)) {
     left_result a = [&]() -> left_result {
       try {
         return call_half(f);
@@ -342,15 +343,15 @@ auto join_access::elsewhere(pool& p, F& f, G& g) {
   // that the pool is not destroyed (or its wait() satisfied) with it queued,
   // and pushed as any outside submission.
   counted_half<G> right{g};
-  const pool::ticket t = p.count_spawn();
-  const pool::submission_guard guard{p, t};  // destroyed last
+  const scheduler::ticket t = scheduler::count_spawn(p);
+  const scheduler::submission_guard guard{p, t};  // destroyed last
   right.forked_in = &p;
   right.epoch = t.epoch;
   right.counted = t.cache;
   try {
-    p.push(&right);
+    scheduler::push(p, &right);
   } catch (...) {
-    p.count_finished(*t.cache, t.epoch, 1);
+    scheduler::count_finished(p, *t.cache, t.epoch, 1);
     throw;
   }
   std::exception_ptr left_error;
@@ -360,7 +361,7 @@ auto join_access::elsewhere(pool& p, F& f, G& g) {
   } catch (...) {
     left_error = std::current_exception();
   }
-  p.await(right.done);
+  scheduler::await(p, right.done);
   if (left_error) {
     right.discard();
     std::rethrow_exception(left_error);

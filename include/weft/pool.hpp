@@ -233,19 +233,17 @@ struct pool_stats {
   worker_stats total;                    ///< the sum of per_worker
 };
 
-class task_group;
 class graph;
 class timer;  // weft/timer.hpp
 
 namespace detail {
-struct join_access;
+struct local;
 struct scheduler;
 class timer_service;  // src/timer.cpp
 // src/timer.cpp: stops the pool's timer service s, if any (its pending
 // timers are cancelled, its thread joined); with `release`, also drops the
 // pool's reference to it. Called by the pool's destructor only.
 void stop_timers(timer_service* s, bool release) noexcept;
-class graph_core;
 template <class R, class F>
 struct future_job;
 struct continuation_access;  // then, when_all, when_any (continuation.hpp)
@@ -537,10 +535,10 @@ class pool {
   // How many callables a queued job stands for: a batch piece's span, else 1.
   static std::size_t callables_in(detail::job* j) noexcept;
 
-  friend class task_group;
-  friend struct detail::join_access;
+  // The two doors every front end is to reach the pool through
+  // (detail/scheduler.hpp from any thread, detail/local.hpp on a worker).
   friend struct detail::scheduler;
-  friend class detail::graph_core;
+  friend struct detail::local;
   template <class R, class F>
   friend struct detail::future_job;
   template <class R>

@@ -1,11 +1,12 @@
 // The narrow seam between the pool and the front ends built on it
-// (docs/design.md, "Keeping the pool small"). A front end posts jobs, counts
-// a unit of work in and out so that pool::wait() and the destructor see it,
-// reports errors, and waits the way the calling thread should; it reaches
-// nothing else of the pool. weft::flow is the first client, timers
-// (src/timer.cpp) the second, the parallel algorithms (stand_in) the third;
-// the older front ends (task_group, join, graph, futures) are still friends
-// of the pool.
+// (docs/design.md, "Keeping the pool small"), from any thread. A front end
+// posts jobs, counts work in and out so that pool::wait() and the destructor
+// see it, reports errors, and waits the way the calling thread should; it
+// reaches nothing else of the pool. What a front end does on one of the
+// pool's own workers (join's and task_group's fast paths) goes through the
+// second door, detail/local.hpp. Clients: flow, timers (src/timer.cpp), the
+// parallel algorithms (stand_in), join and task_group; graph, continuations
+// and futures are still friends of the pool.
 #pragma once
 
 #include <atomic>
@@ -57,6 +58,38 @@ struct scheduler {
     const std::size_t pushed = p.push_many(jobs, n);
     p.count_finished(*t.cache, t.epoch, 1);
     return pushed;
+  }
+
+  // One job, or n, counted as the calling thread's spawns (its running
+  // job's epoch on a worker or in one of p's jobs; else an outside
+  // submission, ended by a guard's destructor). Throws pool_closed once p's
+  // destruction has begun, unless called from one of p's jobs.
+  using ticket = pool::ticket;
+  using submission_guard = pool::submission_guard;
+  static ticket count_spawn(pool& p) { return p.count_spawn(); }
+  // n jobs counted against c in parity epoch have finished.
+  static void count_finished(pool& p, job_cache& c, unsigned epoch, std::uint64_t n) noexcept {
+    p.count_finished(c, epoch, n);
+  }
+  // One job counted against c in parity epoch has finished on the calling
+  // thread (a worker of p adds it to its own deferred count).
+  static void count_job_finished(pool& p, job_cache& c, unsigned epoch) noexcept {
+    p.count_job_finished(c, epoch);
+  }
+  // The epoch parity a job spawned now by the calling thread belongs to.
+  [[nodiscard]] static unsigned spawn_epoch(const pool& p) noexcept { return p.spawn_epoch(); }
+  // Queues j, counted by the caller, for any worker (pool::push()).
+  static void push(pool& p, job* j) { p.push(j); }
+  // A heap job C{args...}, counted and queued for any worker under p's bound
+  // (pool::post()); C is a posted callable (see pool::run_posted()).
+  template <class C, class... Args>
+  static void post(pool& p, Args&&... args) {
+    p.template post<C>(std::forward<Args>(args)...);
+  }
+  // Called by a job that purge() may drop, as it starts: gives back its slot
+  // of bounded submission; true if it was dropped and must cancel.
+  [[nodiscard]] static bool cancelled_at_start(pool& p, const job* j) noexcept {
+    return pool::cancelled_at_start(&p, j);
   }
 
   static void report_error(pool& p, std::exception_ptr e) noexcept { p.report_error(std::move(e)); }
@@ -113,6 +146,12 @@ struct scheduler {
   template <class Done, class Block>
   static void wait_for(pool& p, Done& done, Block&& block) {
     p.wait_on(done, std::forward<Block>(block));
+  }
+  // wait_for() where a thread that runs jobs naps with nap(d) when it has
+  // none, as in local::help_until().
+  template <class Done, class Block, class Nap>
+  static void wait_for(pool& p, Done& done, Block&& block, Nap&& nap) {
+    p.wait_on(done, std::forward<Block>(block), std::forward<Nap>(nap));
   }
   // For its lifetime, the calling thread stands in for one of p's workers
   // if it can (held()): see pool::stand_in_scope.
