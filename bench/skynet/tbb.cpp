@@ -1,0 +1,39 @@
+// Skynet: oneTBB, a task_group per node with its ten children run as
+// tasks, inside a task_arena of 2 threads (the caller and one TBB worker).
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+
+#include "skynet/skynet.hpp"
+
+namespace {
+
+struct group_fan {
+  template <class Child>
+  std::int64_t operator()(int count, const Child& child) const {
+    std::array<std::int64_t, bench::skynet::children> sums{};
+    tbb::task_group group;
+    for (int i = 0; i < count; ++i) {
+      group.run([&sums, &child, i] { sums[static_cast<std::size_t>(i)] = child(i); });
+    }
+    group.wait();
+    return std::accumulate(sums.begin(), sums.begin() + count, std::int64_t{0});
+  }
+};
+
+auto setup() {
+  auto arena = std::make_unique<tbb::task_arena>(bench::workers);
+  arena->initialize();
+  return [arena = std::move(arena)](int levels) {
+    return arena->execute([levels] { return bench::skynet::node(0, levels, group_fan{}); });
+  };
+}
+
+const int timing =
+    bench::on_startup(bench::suite::timing, [] { bench::skynet::add_timing("task_group", setup); });
+
+}  // namespace
