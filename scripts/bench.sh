@@ -41,10 +41,12 @@ usage() { # <exit status>: prints the comment above
 
 # The workloads whose speed-up against the number of workers the report
 # plots (unbalanced_tree's shows whether stealing balances its lopsided
-# recursion), and the sizes the quick set leaves out (hipe's middle job
-# counts: K = 4 and 64 already show how the split matters).
-scaling_workloads=(fib matmul cholesky unbalanced_tree)
-quick_skip='^(fib/32|matmul/1024|cholesky(_mpi)?/4096|linear_chain(_run)?/4194304|hipe/compute_(8|16|32)_jobs)/'
+# recursion; skynet's and nqueens' how the cost of a spawn scales, with ten
+# children per node and with an uneven fan-out), and the sizes the quick
+# set leaves out (hipe's middle job counts: K = 4 and 64 already show how
+# the split matters).
+scaling_workloads=(fib matmul cholesky unbalanced_tree skynet nqueens)
+quick_skip='^(fib/32|skynet/10000000|nqueens/14|matmul/1024|cholesky(_mpi)?/4096|linear_chain(_run)?/4194304|hipe/compute_(8|16|32)_jobs)/'
 
 full=0
 filter=${WEFT_BENCH_FILTER:-}
