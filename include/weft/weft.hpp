@@ -14,15 +14,19 @@
 /// the overview and examples; the design notes in docs/ are under "Related
 /// Pages".
 
-#include "algorithm.hpp"    // IWYU pragma: export
-#include "collect.hpp"      // IWYU pragma: export
-#include "errors.hpp"       // IWYU pragma: export
-#include "flow.hpp"         // IWYU pragma: export
-#include "future.hpp"       // IWYU pragma: export
-#include "graph.hpp"        // IWYU pragma: export
-#include "group.hpp"        // IWYU pragma: export
-#include "join.hpp"         // IWYU pragma: export
-#include "pool.hpp"         // IWYU pragma: export
-#include "scope.hpp"        // IWYU pragma: export
-#include "this_worker.hpp"  // IWYU pragma: export
-#include "timer.hpp"        // IWYU pragma: export
+#include "algorithm.hpp"     // IWYU pragma: export
+#include "collect.hpp"       // IWYU pragma: export
+#include "errors.hpp"        // IWYU pragma: export
+#include "flow.hpp"          // IWYU pragma: export
+#include "future.hpp"        // IWYU pragma: export
+#include "graph.hpp"         // IWYU pragma: export
+#include "group.hpp"         // IWYU pragma: export
+#include "job.hpp"           // IWYU pragma: export
+#include "join.hpp"          // IWYU pragma: export
+#include "pool.hpp"          // IWYU pragma: export
+#include "pool_options.hpp"  // IWYU pragma: export
+#include "scope.hpp"         // IWYU pragma: export
+#include "stats.hpp"         // IWYU pragma: export
+#include "this_worker.hpp"   // IWYU pragma: export
+#include "timer.hpp"         // IWYU pragma: export
+#include "topology.hpp"      // IWYU pragma: export
