@@ -21,6 +21,10 @@ namespace weft::test {
 
 // Multiplies iteration counts: 1 in release CI, smaller under sanitizers
 // (scripts/test.sh sets WEFT_STRESS_SCALE).
+// The emulator the tests run under (WEFT_TEST_EMULATOR, set by a cross
+// toolchain file's CMAKE_CROSSCOMPILING_EMULATOR), or nullptr natively.
+inline const char* emulator() { return std::getenv("WEFT_TEST_EMULATOR"); }
+
 inline double stress_scale() {
   const char* s = std::getenv("WEFT_STRESS_SCALE");
   if (s == nullptr) return 1.0;

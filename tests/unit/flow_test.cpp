@@ -678,6 +678,11 @@ TEST_P(flow_test, wait_for_an_object_inside_a_pool_job) {
     if (wrong.load() != 0) return child_failure("the readers saw the written values");
     return 0;
   };
+  if (weft::test::emulator() != nullptr) {
+    // qemu-user 7.2 aborts in the child of a multi-threaded process
+    // (an assertion in its TCG), whatever the child runs.
+    GTEST_SKIP() << "fork() of a multi-threaded process aborts under " << weft::test::emulator();
+  }
   EXPECT_TRUE(finishes_in_child(scenario));
 }
 
@@ -703,6 +708,11 @@ TEST_P(flow_test, wait_for_an_object_inside_a_pool_job_after_a_future_of_the_poo
                         .get();
     return ok ? 0 : child_failure("x is final after wait(x)");
   };
+  if (weft::test::emulator() != nullptr) {
+    // qemu-user 7.2 aborts in the child of a multi-threaded process
+    // (an assertion in its TCG), whatever the child runs.
+    GTEST_SKIP() << "fork() of a multi-threaded process aborts under " << weft::test::emulator();
+  }
   EXPECT_TRUE(finishes_in_child(scenario));
 }
 
@@ -943,6 +953,11 @@ TEST_P(flow_test, after_a_task_of_another_flow_is_rejected) {
     if (token.use_count() != 1) return child_failure("the rejected task's callable was destroyed");
     return 0;
   };
+  if (weft::test::emulator() != nullptr) {
+    // qemu-user 7.2 aborts in the child of a multi-threaded process
+    // (an assertion in its TCG), whatever the child runs.
+    GTEST_SKIP() << "fork() of a multi-threaded process aborts under " << weft::test::emulator();
+  }
   EXPECT_TRUE(finishes_in_child(scenario, 5));
 }
 
