@@ -1,0 +1,66 @@
+// A store-buffering litmus test: whether this machine, or the emulator the
+// tests run under, keeps a seq_cst store ordered before a later seq_cst load
+// of another location. C++ forbids both loads of the pair below reading 0;
+// every Dekker-style protocol in weft (the deque's public pop against a
+// steal, the sleep protocol's prepare/new_work pair) relies on it.
+//
+// qemu-user 7.2 on an x86 host breaks it: it translates AArch64's `stlr`
+// and `ldar` to a plain x86 store and load with no fence between them, and
+// x86 lets a store wait in its buffer past a later load. Real AArch64
+// orders a load-acquire after an earlier store-release (RCsc), so a test
+// that depends on the pair is skipped under such an emulator, naming the
+// count this probe saw (docs/deque.md, "On a weakly ordered CPU").
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <thread>
+
+namespace weft::test {
+
+// Runs `rounds` rounds of the pair on two threads; returns how many ended
+// with both loads reading 0 (0 wherever seq_cst holds).
+inline std::size_t store_buffering_violations(std::size_t rounds) {
+  std::atomic<int> x{0};
+  std::atomic<int> y{0};
+  // Round handshake: release/acquire pairs between the two threads only.
+  std::atomic<std::size_t> started{0};   // main's release store, t's acquire load
+  std::atomic<std::size_t> finished{0};  // t's release store, main's acquire load
+  int r2 = 0;                            // t's result, read by main after finished's acquire load
+  std::size_t violations = 0;
+  std::thread t([&] {
+    for (std::size_t i = 1; i <= rounds; ++i) {
+      while (started.load(std::memory_order_acquire) < i) {
+      }
+      y.store(1, std::memory_order_seq_cst);  // pairs with main's seq_cst load of y
+      r2 = x.load(std::memory_order_seq_cst);
+      finished.store(i, std::memory_order_release);
+    }
+  });
+  for (std::size_t i = 1; i <= rounds; ++i) {
+    x.store(0, std::memory_order_relaxed);
+    y.store(0, std::memory_order_relaxed);
+    started.store(i, std::memory_order_release);  // the resets are visible to t's round
+    x.store(1, std::memory_order_seq_cst);        // pairs with t's seq_cst load of x
+    const int r1 = y.load(std::memory_order_seq_cst);
+    while (finished.load(std::memory_order_acquire) < i) {
+    }
+    if (r1 == 0 && r2 == 0) ++violations;
+  }
+  t.join();
+  return violations;
+}
+
+// The probe's result under an emulator, run once per process (20,000
+// rounds, about a second under qemu); always 0 natively, where the probe is
+// not run: the platform test below checks native hardware.
+inline std::size_t emulated_store_buffering_violations() {
+  static const std::size_t count = [] {
+    return std::getenv("WEFT_TEST_EMULATOR") == nullptr ? std::size_t{0}
+                                                        : store_buffering_violations(20'000);
+  }();
+  return count;
+}
+
+}  // namespace weft::test
