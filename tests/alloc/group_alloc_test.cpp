@@ -16,24 +16,13 @@
 #include <utility>
 #include <weft/weft.hpp>
 
-#include "support/allocation_hook.hpp"
+#include "alloc/counting.hpp"
 #include "support/support.hpp"
 
 namespace {
 
 #ifdef WEFT_TEST_REPLACES_NEW
-std::atomic<long> allocations{0};
-void count_allocation() { allocations.fetch_add(1, std::memory_order_relaxed); }
-
-// How many allocations all threads made while f ran.
-template <class F>
-long allocations_during(F&& f) {
-  allocations.store(0);
-  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
-  f();
-  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
-  return allocations.load();
-}
+using weft::test::allocations_during;
 
 constexpr int fan = 10;
 
