@@ -183,7 +183,10 @@ class task_group {
     alignas(void*) std::byte storage[storage_size];
   };
   // A slot made in a heap job's memory replaces it field for field (the
-  // heap job's `home` is where the slot keeps its group).
+  // heap job's `home` is where the slot keeps its group). Equal sizes force
+  // equal offsets: both put their 4-byte epoch in job's tail padding, and
+  // a pointer and 40 bytes fill the rest of the line, so a callable built
+  // in either one's storage is where the other expects it.
   static_assert(sizeof(slot) == sizeof(detail::heap_job) &&
                 alignof(slot) <= alignof(detail::heap_job) &&
                 slot::storage_size == detail::heap_job::storage_size);
