@@ -5,6 +5,8 @@
 //   join        nested weft::join per board over its free squares: the
 //               candidates [lo, hi) split into [lo, mid) and [mid, hi)
 //               until one is left (count - 1 joins for count candidates)
+//   join_each   weft::join_each(count, ...) per board: the same halving,
+//               in the library (the n-way join users are pointed to)
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -43,6 +45,17 @@ std::int64_t split(const Child& child, int lo, int hi) {
   return a + b;
 }
 
+// The n-way join: weft::join_each over the children, each writing its sum.
+struct join_each_fan {
+  template <class Child>
+  std::int64_t operator()(int count, const Child& child) const {
+    std::array<std::int64_t, bench::nqueens::max_n> sums{};
+    weft::join_each(static_cast<std::size_t>(count),
+                    [&sums, &child](std::size_t i) { sums[i] = child(static_cast<int>(i)); });
+    return std::accumulate(sums.begin(), sums.begin() + count, std::int64_t{0});
+  }
+};
+
 struct join_fan {
   template <class Child>
   std::int64_t operator()(int count, const Child& child) const {
@@ -67,9 +80,16 @@ auto setup_join() {
   };
 }
 
+auto setup_join_each() {
+  return [pool = make_pool()](int n) {
+    return pool->submit([n] { return complete(empty_board(n), join_each_fan{}); }).get();
+  };
+}
+
 const int timing = bench::on_startup(bench::suite::timing, [] {
   bench::nqueens::add_timing("task_group", setup_group);
   bench::nqueens::add_timing("join", setup_join);
+  bench::nqueens::add_timing("join_each", setup_join_each);
 });
 
 }  // namespace

@@ -4,6 +4,8 @@
 //   join        nested weft::join per node: the children [lo, hi) split
 //               into [lo, mid) and [mid, hi) until one is left, so a node
 //               makes nine joins (pairs of halves) for its ten children
+//   join_each   weft::join_each(10, ...) per node: the same halving, in
+//               the library (the n-way join users are pointed to)
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -41,6 +43,17 @@ std::int64_t split(const Child& child, int lo, int hi) {
   return a + b;
 }
 
+// The n-way join: weft::join_each over the children, each writing its sum.
+struct join_each_fan {
+  template <class Child>
+  std::int64_t operator()(int count, const Child& child) const {
+    std::array<std::int64_t, bench::skynet::children> sums{};
+    weft::join_each(static_cast<std::size_t>(count),
+                    [&sums, &child](std::size_t i) { sums[i] = child(static_cast<int>(i)); });
+    return std::accumulate(sums.begin(), sums.begin() + count, std::int64_t{0});
+  }
+};
+
 struct join_fan {
   template <class Child>
   std::int64_t operator()(int count, const Child& child) const {
@@ -64,9 +77,16 @@ auto setup_join() {
   };
 }
 
+auto setup_join_each() {
+  return [pool = make_pool()](int levels) {
+    return pool->submit([levels] { return node(0, levels, join_each_fan{}); }).get();
+  };
+}
+
 const int timing = bench::on_startup(bench::suite::timing, [] {
   bench::skynet::add_timing("task_group", setup_group);
   bench::skynet::add_timing("join", setup_join);
+  bench::skynet::add_timing("join_each", setup_join_each);
 });
 
 }  // namespace

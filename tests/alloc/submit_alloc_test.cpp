@@ -10,7 +10,7 @@
 #include <utility>
 #include <weft/weft.hpp>
 
-#include "support/allocation_hook.hpp"
+#include "alloc/counting.hpp"
 #include "support/support.hpp"
 
 namespace {
@@ -19,18 +19,7 @@ constexpr int warm_up_trips = 256;
 constexpr int round_trips = 2'048;
 
 #ifdef WEFT_TEST_REPLACES_NEW
-std::atomic<long> allocations{0};
-void count_allocation() { allocations.fetch_add(1, std::memory_order_relaxed); }
-
-// How many allocations all threads made while f ran.
-template <class F>
-long allocations_during(F&& f) {
-  allocations.store(0);
-  weft::test::allocation_hook.store(&count_allocation, std::memory_order_relaxed);
-  f();
-  weft::test::allocation_hook.store(nullptr, std::memory_order_relaxed);
-  return allocations.load();
-}
+using weft::test::allocations_during;
 
 // n submit-and-get round trips; returns the sum of the results.
 long trips(weft::pool& pool, int n) {

@@ -721,23 +721,101 @@ TEST_P(group_test, jobs_kept_in_the_group_are_stolen_reused_and_mixed_with_heap_
   }
 }
 
-TEST(group_slots, purge_drops_jobs_kept_in_the_group) {
-  // A job's spawns into its group wait in its worker's deque; purge() drops
-  // them once they are public, and the group's wait() throws job_cancelled.
+TEST_P(group_test, a_wide_fan_out_past_the_slots_is_stolen_thrown_and_reused) {
+  // Spawns past the group's two slots live in heap jobs of the home's
+  // cache (issue 43): wide fans, with a thrower at random, thieves taking
+  // them at random moments, the group reused round after round.
+  weft::pool pool{options()};
+  const std::size_t rounds = weft::test::scaled(200, 20);
+  std::mt19937 random{43};
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const int spawns = 3 + static_cast<int>(random() % 30);
+    const int failing = static_cast<int>(random() % 64);  // >= spawns: none fails
+    const auto pause = std::chrono::microseconds{random() % 20};
+    pool.submit([&] {
+          weft::task_group g{pool};
+          for (int round = 0; round < 3; ++round) {
+            std::vector<std::atomic<int>> ran(static_cast<std::size_t>(spawns));
+            for (int i = 0; i < spawns; ++i) {
+              g.spawn([&ran, i, failing, pause] {
+                if (i % 5 == 0) std::this_thread::sleep_for(pause);
+                ran[static_cast<std::size_t>(i)].fetch_add(1);
+                if (i == failing) throw std::runtime_error("cached");
+              });
+            }
+            if (failing < spawns) {
+              EXPECT_THROW(g.wait(), std::runtime_error);
+              for (auto& n : ran) ASSERT_LE(n.load(), 1);
+            } else {
+              EXPECT_EQ(g.wait(), weft::group_status::complete);
+              for (auto& n : ran) ASSERT_EQ(n.load(), 1) << "round " << r;
+            }
+          }
+        })
+        .get();
+  }
+}
+
+// A callable whose copy throws on the nth copy of all.
+struct throwing_copy {
+  std::atomic<int>* copies;
+  int throw_at;
+  std::atomic<int>* ran;
+  throwing_copy(std::atomic<int>* c, int t, std::atomic<int>* r) : copies(c), throw_at(t), ran(r) {}
+  throwing_copy(const throwing_copy& o) : copies(o.copies), throw_at(o.throw_at), ran(o.ran) {
+    if (copies->fetch_add(1) + 1 == throw_at) throw std::length_error("copy");
+  }
+  throwing_copy& operator=(const throwing_copy&) = delete;
+  ~throwing_copy() = default;
+  void operator()() const { ran->fetch_add(1); }
+};
+
+TEST_P(group_test, a_spawn_whose_copy_throws_past_the_slots_leaves_the_group_whole) {
+  // The copy into a cached slot throws: the heap job goes back to the
+  // cache, nothing is counted, and the group goes on.
+  weft::pool pool{options()};
+  for (int at = 1; at <= 6; ++at) {
+    const int ran = pool.submit([&pool, at] {
+                          std::atomic<int> copies{0};
+                          std::atomic<int> runs{0};
+                          const throwing_copy f{&copies, at, &runs};
+                          weft::task_group g{pool};
+                          int thrown = 0;
+                          for (int i = 0; i < 6; ++i) {
+                            try {
+                              g.spawn(f);
+                            } catch (const std::length_error&) {
+                              ++thrown;
+                            }
+                          }
+                          EXPECT_EQ(thrown, 1);
+                          EXPECT_EQ(g.wait(), weft::group_status::complete);
+                          for (int i = 0; i < 40; ++i) g.spawn([&runs] { runs.fetch_add(1); });
+                          g.wait();
+                          return runs.load();
+                        })
+                        .get();
+    EXPECT_EQ(ran, 5 + 40) << "copy " << at << " threw";
+  }
+}
+
+// A job's spawns into its group wait in its worker's deque (spawn(pool, g,
+// ran) makes them and returns how many jobs it queued, a pool.spawn() among
+// them counted); purge() drops them once they are public, and the group's
+// wait() throws job_cancelled.
+template <class Spawn>
+void expect_purge_drops_a_groups_jobs(Spawn spawn) {
   weft::pool pool{{.threads = 2}};
   std::atomic<bool> started{false};
   std::atomic<bool> paused{false};
-  std::atomic<bool> spawned{false};
+  std::atomic<std::size_t> spawned{0};
   std::atomic<bool> purged{false};
   std::atomic<int> ran{0};
   auto job = pool.submit([&] {
     started.store(true);
     while (!paused.load()) std::this_thread::yield();
     weft::task_group g{pool};
-    g.spawn([&] { ran.fetch_add(1); });
-    g.spawn([&] { ran.fetch_add(1); });
-    pool.spawn([&] { ran.fetch_add(1); });  // a public push publishes the two below it
-    spawned.store(true);
+    spawned.store(spawn(pool, g, ran));
     while (!purged.load()) std::this_thread::yield();
     try {
       g.wait();
@@ -749,12 +827,33 @@ TEST(group_slots, purge_drops_jobs_kept_in_the_group) {
   while (!started.load()) std::this_thread::yield();  // a paused pool would not start it
   pool.pause();
   paused.store(true);
-  while (!spawned.load()) std::this_thread::yield();
-  EXPECT_EQ(pool.purge(), std::size_t{3});
+  while (spawned.load() == 0) std::this_thread::yield();
+  EXPECT_EQ(pool.purge(), spawned.load());
   purged.store(true);
   pool.resume();
   EXPECT_TRUE(job.get()) << "wait() did not report the dropped jobs";
   EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(group_slots, purge_drops_jobs_kept_in_the_group) {
+  expect_purge_drops_a_groups_jobs(
+      [](weft::pool& pool, weft::task_group& g, std::atomic<int>& ran) {
+        std::atomic<int>* r = &ran;  // lives in the caller's frame
+        g.spawn([r] { r->fetch_add(1); });
+        g.spawn([r] { r->fetch_add(1); });
+        pool.spawn([r] { r->fetch_add(1); });  // a public push publishes the two below it
+        return std::size_t{3};
+      });
+}
+
+TEST(group_slots, purge_drops_jobs_kept_in_the_cache) {
+  // Past the group's two slots: those in the home's cache go too.
+  expect_purge_drops_a_groups_jobs(
+      [](weft::pool& /*pool*/, weft::task_group& g, std::atomic<int>& ran) {
+        std::atomic<int>* r = &ran;  // lives in the caller's frame
+        for (int i = 0; i < 5; ++i) g.spawn([r] { r->fetch_add(1); });
+        return std::size_t{5};
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, group_test, ::testing::ValuesIn(weft::test::worker_counts()),

@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -324,6 +326,76 @@ TEST(join, sequential_pool_runs_left_then_right_on_the_caller) {
   std::string order;
   pool.submit([&] { weft::join([&] { order += "L"; }, [&] { order += "R"; }); }).get();
   EXPECT_EQ(order, "LR");
+}
+
+// join_each: every index once, on a worker, for sizes around the halving.
+TEST_P(join_test, join_each_calls_every_index_once) {
+  weft::pool pool{options()};
+  for (const std::size_t n : {0U, 1U, 2U, 3U, 7U, 10U, 100U}) {
+    auto counts = pool.submit([n] {
+                        std::vector<std::atomic<int>> calls(n);
+                        weft::join_each(n, [&calls](std::size_t i) { calls[i].fetch_add(1); });
+                        std::vector<int> seen;
+                        for (auto& c : calls) seen.push_back(c.load());
+                        return seen;
+                      })
+                      .get();
+    EXPECT_EQ(counts, std::vector<int>(n, 1)) << "n = " << n;
+  }
+}
+
+// A skynet node with join_each: the whole tree, nothing allocated.
+std::int64_t each_node(std::int64_t num, int levels) {
+  if (levels == 0) return num;
+  std::array<std::int64_t, 10> sums{};
+  weft::join_each(sums.size(), [&sums, num, levels](std::size_t i) {
+    sums[i] = each_node(num * 10 + static_cast<std::int64_t>(i), levels - 1);
+  });
+  std::int64_t sum = 0;
+  for (const std::int64_t s : sums) sum += s;
+  return sum;
+}
+
+TEST_P(join_test, join_each_sums_a_tree_and_allocates_nothing_on_a_worker) {
+  weft::pool pool{options()};
+  auto [allocated, sum] = pool.submit([] {
+                                const std::size_t before = allocations;
+                                const std::int64_t s = each_node(0, 4);
+                                return std::pair{allocations - before, s};
+                              })
+                              .get();
+  EXPECT_EQ(sum, std::int64_t{9'999} * 10'000 / 2);
+  EXPECT_EQ(allocated, 0U);
+}
+
+TEST_P(join_test, join_each_rethrows_the_lowest_failing_index_after_every_call) {
+  weft::pool pool{options()};
+  auto f = pool.submit([] {
+    constexpr std::size_t n = 20;
+    std::vector<std::atomic<bool>> ran(n);
+    try {
+      weft::join_each(n, [&ran](std::size_t i) {
+        ran[i].store(true);
+        if (i % 7 == 3) throw std::out_of_range(std::to_string(i));
+      });
+    } catch (const std::out_of_range& e) {
+      for (auto& r : ran) EXPECT_TRUE(r.load()) << "join_each returned before every call ran";
+      return std::string{e.what()};
+    }
+    return std::string{"nothing thrown"};
+  });
+  EXPECT_EQ(f.get(), "3");
+}
+
+TEST(join, join_each_outside_a_pool_and_on_a_sequential_one) {
+  std::atomic<int> sum{0};
+  weft::join_each(10, [&sum](std::size_t i) { sum.fetch_add(static_cast<int>(i)); });
+  EXPECT_EQ(sum.load(), 45);
+  weft::pool pool{{.threads = 0}};
+  std::string order;
+  pool.submit([&] { weft::join_each(4, [&](std::size_t i) { order += std::to_string(i); }); })
+      .get();
+  EXPECT_EQ(order, "0123");
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, join_test, ::testing::ValuesIn(weft::test::worker_counts()),

@@ -64,6 +64,9 @@ struct local {
   [[gnu::always_inline]] static unsigned count_own_spawn(pool& p, worker& self) noexcept {
     return p.count_own_spawn(self);
   }
+  // A heap job has run: back to its cache, counted finished (pool::retire()).
+  // For a task_group's job kept in a heap job of its home's cache.
+  [[gnu::always_inline]] static void retire(pool& p, heap_job* j) noexcept { p.retire(j); }
   // Takes back count_own_spawn() for a job that was never queued.
   [[gnu::always_inline]] static void uncount_own_spawn(worker& self, unsigned epoch) noexcept {
     pool::uncount_own_spawn(self, epoch);
