@@ -37,7 +37,7 @@ namespace detail {
 
 class graph_core;
 struct graph_node;
-struct subflow_slot;  // src/graph.cpp
+struct subflow_slot;  // src/graph/internal.hpp
 class task_trace;     // detail/trace.hpp
 
 // A task's successors: two inline slots (chains and trees need no more),
@@ -268,7 +268,7 @@ C& node_callable(graph_node* n) noexcept {
   }
 }
 
-// A subflow task's call, around its callable (src/graph.cpp): the task's
+// A subflow task's call, around its callable (src/graph/subflow.cpp): the task's
 // subflow, emptied for this run; then, with what the callable built, the
 // child graph's run (no_choice: nothing to wait for, or detached;
 // subflow_choice: the task's successors wait until it has finished).
