@@ -1,6 +1,7 @@
 // weft::flow's producer side: node allocation, the unfinished count, and
 // dependency inference (each access's predecessors, reductions, futures,
-// after() edges) up to the task's release.
+// after() edges) up to the task's release; on a sequential pool, the
+// task's place in the program-order queue instead.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -470,6 +471,39 @@ bool flow_core::link(flow_node* from, flow_node* to) {
   // fetch_or, so a closed predecessor's work is visible to us.
   return from->successors_state.compare_exchange_strong(s, s + 2, std::memory_order_release,
                                                         std::memory_order_acquire);
+}
+
+// Sequential pools: the tasks run in program order on the waiting thread.
+void flow_core::submit_sequential(flow_node* n, const access_desc* accesses, std::size_t count) {
+  try {
+    sequential_queue_.reserve(sequential_queue_.size() + 1);
+  } catch (...) {
+    give_back(n);
+    throw;
+  }
+  try {
+    record* rec = options_.keep_graph ? start_record(n, nullptr) : nullptr;
+    collect_predecessors(n, accesses, count, rec);
+    // Futures are waited for through the node's count, as in a parallel
+    // run: the latch itself may be gone by the time the task runs.
+    const std::int32_t futures = count_futures(accesses, count);
+    prepare_future_waiters(n, futures);
+    n->pending.store(futures, std::memory_order_relaxed);
+    if (futures != 0) {
+      const std::int32_t ready = subscribe_futures(n, accesses, count);
+      // acq_rel: as on_future_ready().
+      if (ready != 0) n->pending.fetch_sub(ready, std::memory_order_acq_rel);
+    }
+  } catch (...) {
+    disarm(n);
+    n->pending.store(0, std::memory_order_relaxed);
+    sequential_queue_.push_back(n);  // reserved above
+    sequential_size_.store(sequential_queue_.size(), std::memory_order_relaxed);
+    throw;
+  }
+  sequential_queue_.push_back(n);
+  sequential_size_.store(sequential_queue_.size(), std::memory_order_relaxed);
+  if (options_.window != 0 && sequential_queue_.size() >= options_.window) run_sequential(nullptr);
 }
 
 }  // namespace weft::detail

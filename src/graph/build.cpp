@@ -1,5 +1,7 @@
 // Building a graph (docs/graph.md): the graphs alive, graph_core's life,
-// tasks, edges and names; the graph and semaphore objects themselves.
+// subflow slots, tasks, edges and names; the graph and semaphore objects
+// themselves, and pool::run / run_n / run_until.
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,6 +84,56 @@ void graph_core::check_idle(const char* what) const {
     throw graph_error(std::string("weft::graph: cannot ") + what +
                       " a graph while it runs; wait for the run's future first");
   }
+}
+
+void graph_core::make_subflow_slot(graph_node* n) {
+  if (subflows_.size() <= n->index) subflows_.resize(n->index + 1);
+  if (!subflows_[n->index]) subflows_[n->index] = std::make_unique<subflow_slot>(n);
+}
+
+subflow& begin_subflow(graph_node* n) { return graph_core::begin_subflow_of(n); }
+std::size_t end_subflow(graph_node* n) { return graph_core::end_subflow_of(n); }
+
+subflow& graph_core::begin_subflow_of(graph_node* n) {
+  subflow& sf = n->owner->subflows_[n->index]->flow;
+  // What the task's last execution built is gone: its run has ended (the
+  // task's successors, or its parent run, waited for it; a later execution
+  // in the same run of a detached one waits here, in the graph's destructor).
+  if (!sf.graph_.empty()) sf.graph_ = graph{};
+  sf.detached_ = false;
+  return sf;
+}
+
+std::size_t graph_core::end_subflow_of(graph_node* n) {
+  graph_core& g = *n->owner;
+  subflow_slot& slot = *g.subflows_[n->index];
+  if (slot.flow.graph_.empty()) return no_choice;  // nothing to wait for
+  graph_core& child = *slot.flow.graph_.core_;
+  const bool detached = slot.flow.detached_;
+  child.parent_ = &g;
+  child.parent_node_ = n;
+  child.detached_ = detached;
+  if (detached) {
+    // The parent run waits for the child: one more unit, which the child's
+    // end retires. Relaxed: this task holds a unit, so the count cannot
+    // reach zero meanwhile; the child's end is published by the pushes.
+    g.in_flight_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    // Relaxed: published to the child's end by the pushes of its sources.
+    slot.arrivals.store(2, std::memory_order_relaxed);
+  }
+  run_state* s = nullptr;
+  try {
+    s = child.start(*g.pool_);
+  } catch (...) {
+    // A cycle in the child, or no memory: the task fails, and the child
+    // never ran. Relaxed: as above.
+    if (detached) g.in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    throw;
+  }
+  // No future is kept: the child's outcome goes to the parent run.
+  release_state(s);
+  return detached ? no_choice : subflow_choice;
 }
 
 graph_node* graph_core::add_placeholder() {
@@ -238,6 +290,27 @@ task graph::compose(graph& other) {
 }
 
 void graph::dump(std::ostream& out) const { core("dump").dump(out); }
+
+future<void> pool::run(graph& g) {
+  detail::graph_core& c = g.core("run");
+  return future<void>(c.start(*this));
+}
+
+future<void> pool::run_n(graph& g, std::size_t n) {
+  detail::graph_core& c = g.core("run");
+  if (n == 0) return submit([] {});
+  return future<void>(c.start(*this, n));
+}
+
+future<void> pool::run_until(graph& g, std::function<bool()> pred) {
+  if (!pred) {
+    throw usage_error(
+        "weft::pool::run_until: the predicate is empty; pass a callable that returns true when "
+        "the runs should stop");
+  }
+  detail::graph_core& c = g.core("run");
+  return future<void>(c.start(*this, 1, std::move(pred)));
+}
 
 // ---------------------------------------------------------------------------
 // semaphore

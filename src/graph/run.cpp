@@ -1,6 +1,6 @@
-// Running a graph: a run's launch, the execution of its tasks (step(),
-// release_successors(), semaphores, a subflow's end) and the run's end.
-// These call each other per task: keep them in one translation unit.
+// Running a graph: a run's sources queued, the execution of its tasks
+// (step(), release_successors(), semaphores, a subflow's end) and the run's
+// end. These call each other per task: keep them in one translation unit.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -38,14 +38,6 @@ run_state* graph_core::release_turn() noexcept {
   std::lock_guard cancel_lock{cancel_mutex_};
   cancellable_ = next;
   return next;
-}
-
-void graph_core::launch(run_state* s, bool guarded) noexcept {
-  if (prepare_run(s)) {
-    launch_prepared(*s->owner, guarded);
-  } else {
-    finish_run();  // nothing to run: it is over already
-  }
 }
 
 void graph_core::launch_prepared(pool& p, bool guarded) noexcept {

@@ -1,6 +1,6 @@
-// Starting a graph's runs: a run state for each, the turn of the run in
-// flight and the queue behind it, cancelling, and pool::run / run_n /
-// run_until. What a run does once it has the turn is in src/graph/run.cpp.
+// Starting a graph's runs (pool::run, run_n, run_until): a run state for
+// each, the turn of the run in flight and the queue behind it, and
+// cancelling. What a run does once launched is in src/graph/run.cpp.
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -12,9 +12,7 @@
 #include "weft/detail/scheduler.hpp"
 #include "weft/graph.hpp"
 
-namespace weft {
-
-namespace detail {
+namespace weft::detail {
 
 // ---------------------------------------------------------------------------
 // graph_core: running
@@ -208,6 +206,14 @@ run_state* graph_core::enqueue(pool& p, std::size_t runs, std::function<bool()>&
   return s;
 }
 
+void graph_core::launch(run_state* s, bool guarded) noexcept {
+  if (prepare_run(s)) {
+    launch_prepared(*s->owner, guarded);
+  } else {
+    finish_run();  // nothing to run: it is over already
+  }
+}
+
 void graph_core::abandon_enqueue() noexcept {
   std::lock_guard lock{queue_mutex_};
   // acq_rel: as in release_turn(). Back to zero: nobody waits for a turn
@@ -246,27 +252,4 @@ bool run_state::on_dropped(future_state<void>* base) noexcept {
   return true;
 }
 
-}  // namespace detail
-
-future<void> pool::run(graph& g) {
-  detail::graph_core& c = g.core("run");
-  return future<void>(c.start(*this));
-}
-
-future<void> pool::run_n(graph& g, std::size_t n) {
-  detail::graph_core& c = g.core("run");
-  if (n == 0) return submit([] {});
-  return future<void>(c.start(*this, n));
-}
-
-future<void> pool::run_until(graph& g, std::function<bool()> pred) {
-  if (!pred) {
-    throw usage_error(
-        "weft::pool::run_until: the predicate is empty; pass a callable that returns true when "
-        "the runs should stop");
-  }
-  detail::graph_core& c = g.core("run");
-  return future<void>(c.start(*this, 1, std::move(pred)));
-}
-
-}  // namespace weft
+}  // namespace weft::detail

@@ -121,12 +121,6 @@ int flow::owner_of(const void* x) const {
   return s->objects[it->second].owner;
 }
 
-void flow::task_started() {
-  detail::flow_state* s = state();
-  s->started();
-  ++s->stats.local_tasks;
-}
-
 void flow::wait() {
   detail::flow_state* s = state();
   if (s->dead()) throw usage_error(aborted_text);

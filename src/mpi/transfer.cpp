@@ -1,6 +1,6 @@
 // weft::mpi::flow's transfers: which rank needs which version of an object
-// (plan()), the send and receive tasks that move it, gathering and
-// dropping copies.
+// and which rank runs the task (plan(), task_started()), the send and
+// receive tasks that move it, gathering and dropping copies.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -179,6 +179,12 @@ bool flow::plan(const access_ref* accesses, std::size_t count) {
     o.have[static_cast<std::size_t>(o.owner)] = o.version;
   }
   return exec == s->rank() && !s->skipped();
+}
+
+void flow::task_started() {
+  detail::flow_state* s = state();
+  s->started();
+  ++s->stats.local_tasks;
 }
 
 void flow::gather_object(const void* x, int root) {

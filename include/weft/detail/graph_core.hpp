@@ -149,7 +149,7 @@ class graph_core {
   void dump(std::ostream& out) const;
   [[nodiscard]] unsigned run_epoch() const noexcept { return run_epoch_; }
 
-  // begin_subflow() and end_subflow() (src/graph/subflow.cpp).
+  // begin_subflow() and end_subflow() (src/graph/build.cpp).
   static subflow& begin_subflow_of(graph_node* n);
   static std::size_t end_subflow_of(graph_node* n);
 

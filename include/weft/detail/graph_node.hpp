@@ -268,7 +268,7 @@ C& node_callable(graph_node* n) noexcept {
   }
 }
 
-// A subflow task's call, around its callable (src/graph/subflow.cpp): the task's
+// A subflow task's call, around its callable (src/graph/build.cpp): the task's
 // subflow, emptied for this run; then, with what the callable built, the
 // child graph's run (no_choice: nothing to wait for, or detached;
 // subflow_choice: the task's successors wait until it has finished).
