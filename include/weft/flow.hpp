@@ -28,7 +28,7 @@
 #include "detail/latch.hpp"
 #include "detail/scheduler.hpp"
 #include "errors.hpp"
-#include "flow_options.hpp"
+#include "flow_options.hpp"  // IWYU pragma: export
 #include "future.hpp"
 #include "graph.hpp"  // run_cancelled
 #include "pool.hpp"
