@@ -96,9 +96,9 @@ fi
 rm -f "$spin_log"
 section_done
 
-section "5/11 clang-tidy (src/*.cpp, src/mpi/*.cpp, examples/*.cpp, examples/blas/*.cpp)"
+section "5/11 clang-tidy (src/*.cpp, src/graph/*.cpp, src/flow/*.cpp, src/mpi/*.cpp, examples/*.cpp, examples/blas/*.cpp)"
 shopt -s nullglob
-tidy_files=(src/*.cpp src/mpi/*.cpp examples/*.cpp examples/blas/*.cpp)
+tidy_files=(src/*.cpp src/graph/*.cpp src/flow/*.cpp src/mpi/*.cpp examples/*.cpp examples/blas/*.cpp)
 shopt -u nullglob
 if [[ ${#tidy_files[@]} -eq 0 ]]; then
   echo "no files to check"

@@ -1,7 +1,8 @@
 // Pool control (docs/control.md): pause, resume and purge; priorities; the
 // per-worker mailboxes of spawn_on; bounded submission with its overflow
-// policies; weft::job. The plain path of find_work() never comes here: it
-// looks at attention_ once and goes on when it is zero.
+// policies (weft::job, the handle an overflow callable gets, is in
+// src/job.cpp). The plain path of find_work() never comes here: it looks at
+// attention_ once and goes on when it is zero.
 #include <algorithm>
 #include <array>
 #include <string>
@@ -562,45 +563,6 @@ void pool::dispatch_bounded(detail::job* j, destination d) {
         report_error(std::current_exception());
       }
       return;
-  }
-}
-
-// ---------------------------------------------------------------------------
-// weft::job
-
-job::job(job&& other) noexcept
-    : pool_(std::exchange(other.pool_, nullptr)), job_(std::exchange(other.job_, nullptr)) {}
-
-job& job::operator=(job&& other) noexcept {
-  if (this != &other) {
-    reset();
-    pool_ = std::exchange(other.pool_, nullptr);
-    job_ = std::exchange(other.job_, nullptr);
-  }
-  return *this;
-}
-
-job::~job() { reset(); }
-
-void job::run() {
-  if (job_ == nullptr) {
-    throw usage_error(
-        "weft::job::run: the job is empty (default-constructed, moved from, already run or "
-        "reset); run the weft::job the overflow callable received, once");
-  }
-  detail::job* j = std::exchange(job_, nullptr);
-  std::exchange(pool_, nullptr)->execute(j);
-}
-
-void job::reset() noexcept {
-  if (job_ == nullptr) return;
-  pool* const owner = std::exchange(pool_, nullptr);
-  detail::job* j = std::exchange(job_, nullptr);
-  if ((j->flags & detail::job_flags::cancellable) != 0) {
-    pool::cancel_job(j);
-  } else {
-    // A kind that must run (a front end's inner job): it runs here.
-    owner->execute(j);
   }
 }
 

@@ -75,7 +75,7 @@ struct future_state : job {
 
 // Whether a wait for s on this thread could never end: the thread is running
 // the job s belongs to (future_job marks its running_scope with s), or a task
-// of the graph whose run s is (src/graph.cpp). Walks the thread's running
+// of the graph whose run s is (src/graph/start.cpp). Walks the thread's running
 // jobs: a load per frame, on a wait's slow path only.
 bool inside_own_run(const future_state<void>* s) noexcept;
 template <class R>

@@ -85,9 +85,9 @@ namespace detail {
 class engine;
 struct entry;
 
-// The part of a distributed flow that tasks reach (mpi.cpp).
+// The part of a distributed flow that tasks reach (src/mpi/flow_state.hpp).
 class flow_state;
-// Where a lazily registered object's data are (mpi.cpp).
+// Where a lazily registered object's data are (src/mpi/flow_state.hpp).
 struct lazy_data;
 
 }  // namespace detail
@@ -308,7 +308,7 @@ class flow {
 
 namespace detail {
 
-// What the task wrappers need of the flow's state (mpi.cpp).
+// What the task wrappers need of the flow's state (src/mpi/flow.cpp).
 bool task_skipped(flow_state* s) noexcept;
 void task_failed(flow_state* s, std::exception_ptr e) noexcept;
 void task_done(flow_state* s) noexcept;

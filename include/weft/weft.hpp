@@ -18,6 +18,7 @@
 #include "collect.hpp"       // IWYU pragma: export
 #include "errors.hpp"        // IWYU pragma: export
 #include "flow.hpp"          // IWYU pragma: export
+#include "flow_options.hpp"  // IWYU pragma: export
 #include "future.hpp"        // IWYU pragma: export
 #include "graph.hpp"         // IWYU pragma: export
 #include "group.hpp"         // IWYU pragma: export
