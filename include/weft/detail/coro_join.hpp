@@ -13,7 +13,6 @@
 #include "context.hpp"
 #include "coro_promise.hpp"
 #include "local.hpp"
-#include "scheduler.hpp"
 
 namespace weft::detail {
 
@@ -26,7 +25,10 @@ namespace weft::detail {
 // the next queued child from the top of its own deque, so that nothing
 // stolen means one thread running the children in order, depth first.
 // pending cannot reach 0 before child 0 has started, which await_suspend()
-// does last: the parent is never resumed while it is still suspending.
+// does last: the parent is never resumed while it is still suspending. On a
+// thread that is not one of the pool's workers (a sequential pool's), the
+// children are chained instead: each one that finishes transfers to the
+// next, so that they run in argument order, depth first, with no queue.
 template <class... Ts>
 class coro_join_awaiter : coro_join_link {
   static constexpr std::size_t n = sizeof...(Ts);
@@ -71,12 +73,11 @@ class coro_join_awaiter : coro_join_link {
         }
       }
     } else {
-      // A sequential pool's thread (or a resumption off the pool): the
-      // pool's queues, in order.
-      std::array<job*, n - 1> jobs{};
-      for (std::size_t i = 1; i < n; ++i) jobs[i - 1] = &slots_[i];
-      const std::size_t queued = scheduler::publish(*r->owner, jobs.data(), n - 1);
-      for (std::size_t i = queued; i < n - 1; ++i) coro_resume::resume_here(jobs[i]);
+      // A sequential pool's thread (or, rarely, a resumption off the pool):
+      // the children run here one after the other, in argument order, each
+      // finished one transferring to the next (coro_promise_base::finished).
+      chain = slots_.data();
+      count = n;
     }
     // A child run here meanwhile finished without resuming the parent:
     // child 0 keeps pending above 0.

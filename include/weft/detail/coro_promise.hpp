@@ -36,10 +36,17 @@ struct coro_root {
   std::atomic<bool> stop{false};
 };
 
+struct coro_resume;
+
 // A join's children report to it as they finish (detail/coro_join.hpp).
+// `chain`: the children's resumptions when they run one after the other on
+// one thread (a sequential pool), each finished child transferring to the
+// next; nullptr when they were queued for the workers.
 struct coro_join_link {
   std::atomic<std::size_t> pending{0};
   std::coroutine_handle<> parent;
+  coro_resume* chain = nullptr;
+  std::size_t count = 0;
 };
 
 // Resumes a suspended coroutine as a job of its start's pool: a join's
@@ -124,7 +131,9 @@ class coro_promise_base {
       // last; acquire, in the last one, sees every other child's (the
       // decrements form one release sequence). The last one resumes the
       // parent, which reads all results.
-      if (j->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) return j->parent;
+      const std::size_t left = j->pending.fetch_sub(1, std::memory_order_acq_rel) - 1;
+      if (left == 0) return j->parent;
+      if (j->chain != nullptr) return next_in_chain(*j, left);
       return std::noop_coroutine();
     }
     // A start's root: completes its future, and frees this frame.
@@ -133,6 +142,10 @@ class coro_promise_base {
     return std::noop_coroutine();
   }
 
+  // A chained join's next child: children finish in order, so with `left`
+  // of them to go the next one is count - left.
+  static std::coroutine_handle<> next_in_chain(const coro_join_link& j, std::size_t left) noexcept;
+
   coro_root* root_ = nullptr;
   std::coroutine_handle<> continuation_;
   coro_join_link* join_ = nullptr;
@@ -140,6 +153,11 @@ class coro_promise_base {
   void* done_arg_ = nullptr;
   std::exception_ptr error_;
 };
+
+inline std::coroutine_handle<> coro_promise_base::next_in_chain(const coro_join_link& j,
+                                                                std::size_t left) noexcept {
+  return j.chain[j.count - left].handle;
+}
 
 // The value side: return_value() / return_void() and the result's storage.
 template <class T>
