@@ -88,10 +88,13 @@ class coro_sleep_awaiter : coro_resume {
   bool await_suspend(std::coroutine_handle<P> h) {
     handle = h;
     root = h.promise().root_;
-    root->owner->spawn_at(due_, fire{this});  // throws before anything was scheduled
+    // If this throws, no timer is left: a callable it made and destroyed
+    // found the gate open and left the resumption to us, and the exception
+    // resumes the coroutine at once (the await throws it).
+    root->owner->spawn_at(due_, fire{this});
     // acq_rel pairs with the exchange in fire::resume(): whichever comes
     // second sees the other's writes (cancelled_) and resumes.
-    return gate_.exchange(true, std::memory_order_acq_rel) == false;
+    return !gate_.exchange(true, std::memory_order_acq_rel);
   }
   void await_resume() const {
     if (cancelled_) {
