@@ -81,8 +81,11 @@ bool inside_own_run(const future_state<void>* s) noexcept;
 template <class R>
 bool waits_for_itself(const future_state<R>* s) noexcept {
   if (running_scope::inside(s)) return true;
-  // Only a graph run sets cancel, and its future is a future<void>.
-  if constexpr (std::is_void_v<R>) return s->cancel != nullptr && inside_own_run(s);
+  // Only a graph run sets both cancel and dropped (a coroutine's start,
+  // weft/coro.hpp, sets only cancel), and its future is a future<void>.
+  if constexpr (std::is_void_v<R>) {
+    return s->cancel != nullptr && s->dropped != nullptr && inside_own_run(s);
+  }
   return false;
 }
 

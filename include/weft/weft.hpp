@@ -16,6 +16,7 @@
 
 #include "algorithm.hpp"     // IWYU pragma: export
 #include "collect.hpp"       // IWYU pragma: export
+#include "coro.hpp"          // IWYU pragma: export
 #include "errors.hpp"        // IWYU pragma: export
 #include "flow.hpp"          // IWYU pragma: export
 #include "flow_options.hpp"  // IWYU pragma: export

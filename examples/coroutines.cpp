@@ -1,0 +1,62 @@
+// Coroutines on a weft pool: a fork-join fib with co_await weft::join, a
+// coroutine that awaits a task graph's run and a submitted job's future,
+// and one that sleeps on the pool's timers. While a coroutine waits it
+// holds no worker and no thread; it resumes as a job of its pool.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <weft/weft.hpp>
+
+namespace {
+
+weft::coro<std::uint64_t> fib(int n) {
+  if (n < 2) co_return static_cast<std::uint64_t>(n);
+  // Both children may run in parallel: the second waits on this worker's
+  // deque, where an idle worker may steal it.
+  auto [a, b] = co_await weft::join(fib(n - 1), fib(n - 2));
+  co_return a + b;
+}
+
+weft::coro<int> graph_then_job(weft::pool& pool, weft::graph& g, const int& product) {
+  co_await pool.run(g);  // the coroutine is suspended while the graph runs
+  const int doubled = co_await pool.submit([&product] { return 2 * product; });
+  co_return doubled;
+}
+
+weft::coro<int> ticks(int n) {
+  int done = 0;
+  for (int i = 0; i < n; ++i) {
+    co_await weft::sleep_for(std::chrono::milliseconds(2));  // no thread is held
+    ++done;
+  }
+  co_return done;
+}
+
+}  // namespace
+
+int main() {
+  weft::pool pool{{.threads = 2}};
+
+  const std::uint64_t f = weft::sync_wait(pool, fib(25));
+  std::printf("fib(25) = %llu\n", static_cast<unsigned long long>(f));
+
+  weft::graph g;
+  int a = 0;
+  int b = 0;
+  int product = 0;
+  auto get_a = g.emplace([&] { a = 6; });
+  auto get_b = g.emplace([&] { b = 7; });
+  auto multiply = g.emplace([&] { product = a * b; });
+  multiply.succeed(get_a, get_b);
+  const int doubled = weft::sync_wait(pool, graph_then_job(pool, g, product));
+  std::printf("graph product %d, doubled by a job: %d\n", product, doubled);
+
+  // Started and forgotten: pool.wait() waits for it while it sleeps.
+  weft::spawn(pool, ticks(5));
+  weft::future<int> timed = weft::submit(pool, ticks(3));
+  pool.wait();
+  const int ticked = timed.get();
+  std::printf("ticked %d times\n", ticked);
+
+  return f == 75025 && doubled == 84 && ticked == 3 ? 0 : 1;
+}

@@ -1,0 +1,296 @@
+// weft::coro<T> and its promise: a lazy coroutine whose frames come from the
+// per-thread frame cache, and which hands control on by symmetric transfer
+// (docs/coroutines.md).
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "../errors.hpp"
+#include "../future.hpp"
+#include "context.hpp"
+#include "coro_frame.hpp"
+#include "job.hpp"
+
+namespace weft {
+
+class pool;
+template <class T = void>
+class coro;
+
+namespace detail {
+
+// What every coroutine of one start (submit, spawn, sync_wait) shares: the
+// pool they run on, the epoch parity their unit of work is counted in, and
+// the stop request of the start's future (future::cancel()).
+struct coro_root {
+  pool* owner = nullptr;
+  unsigned epoch = 0;
+  // Relaxed: a request, read at the next suspension point; nothing is
+  // published with it.
+  std::atomic<bool> stop{false};
+};
+
+struct coro_resume;
+
+// A join's children report to it as they finish (detail/coro_join.hpp).
+// `chain`: the children's resumptions when they run one after the other on
+// one thread (a sequential pool), each finished child transferring to the
+// next; nullptr when they were queued for the workers.
+struct coro_join_link {
+  std::atomic<std::size_t> pending{0};
+  std::coroutine_handle<> parent;
+  coro_resume* chain = nullptr;
+  std::size_t count = 0;
+};
+
+// Resumes a suspended coroutine as a job of its start's pool: a join's
+// queued child, or a coroutine whose future became ready. Lives in the
+// frame of the coroutine that waits, which may end (and free it) as soon
+// as h.resume() begins.
+struct coro_resume : job {
+  std::coroutine_handle<> handle;
+  coro_root* root = nullptr;
+
+  coro_resume() noexcept { this->run = &resume_here; }
+  static void resume_here(job* j) noexcept {
+    auto* self = static_cast<coro_resume*>(j);
+    const coro_root& r = *self->root;
+    const running_scope running{r.owner, r.epoch};
+    self->handle.resume();  // the last touch of *self
+  }
+};
+
+template <class T>
+class coro_promise;
+template <class U>
+class coro_future_awaiter;
+template <class T>
+struct coro_awaiter;
+
+// What a promise knows whatever its value type.
+class coro_promise_base {
+ public:
+  // Frames from the thread's frame cache (coro_frame.hpp).
+  static void* operator new(std::size_t n) { return coro_frames::allocate(n); }
+  static void operator delete(void* p, std::size_t n) noexcept { coro_frames::release(p, n); }
+
+  // Lazy: nothing runs until the coroutine is awaited, joined or started.
+  std::suspend_always initial_suspend() noexcept { return {}; }
+
+  // Symmetric transfer to whoever waits: the awaiting coroutine, the join's
+  // parent when this is its last child to finish, or nobody (a start's
+  // root, which completes its future here).
+  struct final_awaiter {
+    [[nodiscard]] bool await_ready() const noexcept { return false; }
+    template <class P>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
+      return h.promise().finished();
+    }
+    void await_resume() const noexcept {}
+  };
+  final_awaiter final_suspend() noexcept { return {}; }
+  void unhandled_exception() noexcept { error_ = std::current_exception(); }
+
+  // The cancellation point of every co_await (docs/coroutines.md,
+  // "Cancellation"): once the start's future was cancelled, the next
+  // co_await throws job_cancelled instead of suspending.
+  template <class A>
+  A&& await_transform(A&& a) const {
+    check_stop();
+    return std::forward<A>(a);
+  }
+  // co_await of a weft::future (detail/coro_await.hpp).
+  template <class U>
+  coro_future_awaiter<U> await_transform(future<U>& f) const {
+    check_stop();
+    return coro_future_awaiter<U>{f};
+  }
+  template <class U>
+  coro_future_awaiter<U> await_transform(future<U>&& f) const {
+    check_stop();
+    return coro_future_awaiter<U>{f};
+  }
+  void check_stop() const {
+    // Relaxed: see coro_root::stop.
+    if (root_ != nullptr && root_->stop.load(std::memory_order_relaxed)) [[unlikely]] {
+      throw job_cancelled("weft::coro: the future of this coroutine's start was cancelled");
+    }
+  }
+
+  [[nodiscard]] std::coroutine_handle<> finished() noexcept {
+    if (continuation_) return continuation_;
+    if (join_ != nullptr) {
+      coro_join_link* const j = join_;
+      // acq_rel: release publishes this child's result to whoever finishes
+      // last; acquire, in the last one, sees every other child's (the
+      // decrements form one release sequence). The last one resumes the
+      // parent, which reads all results.
+      const std::size_t left = j->pending.fetch_sub(1, std::memory_order_acq_rel) - 1;
+      if (left == 0) return j->parent;
+      if (j->chain != nullptr) return next_in_chain(*j, left);
+      return std::noop_coroutine();
+    }
+    // A start's root: completes its future, and frees this frame.
+    void (*const done)(void*) noexcept = done_;
+    done(done_arg_);
+    return std::noop_coroutine();
+  }
+
+  // A chained join's next child: children finish in order, so with `left`
+  // of them to go the next one is count - left.
+  static std::coroutine_handle<> next_in_chain(const coro_join_link& j, std::size_t left) noexcept;
+
+  coro_root* root_ = nullptr;
+  std::coroutine_handle<> continuation_;
+  coro_join_link* join_ = nullptr;
+  void (*done_)(void*) noexcept = nullptr;
+  void* done_arg_ = nullptr;
+  std::exception_ptr error_;
+};
+
+inline std::coroutine_handle<> coro_promise_base::next_in_chain(const coro_join_link& j,
+                                                                std::size_t left) noexcept {
+  return j.chain[j.count - left].handle;
+}
+
+// The value side: return_value() / return_void() and the result's storage.
+template <class T>
+class coro_value : public coro_promise_base {
+ public:
+  template <class U = T>
+  requires std::is_convertible_v<U&&, T>
+  void return_value(U&& v) { value_.emplace(std::forward<U>(v)); }
+
+  // The result, or the exception rethrown (an awaiter, once it finished).
+  T take() {
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    // Engaged unless the body threw. NOLINTNEXTLINE(bugprone-unchecked-optional-access)
+    return std::move(*value_);
+  }
+  std::optional<T> value_;
+};
+template <>
+class coro_value<void> : public coro_promise_base {
+ public:
+  void return_void() noexcept {}
+  void take() {
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+};
+
+template <class T>
+class coro_promise final : public coro_value<T> {
+ public:
+  coro<T> get_return_object() noexcept;
+};
+
+struct coro_access;
+
+// `co_await c` of a coro<T>: c runs on the awaiting thread, by symmetric
+// transfer both ways.
+template <class T>
+struct coro_awaiter {
+  std::coroutine_handle<coro_promise<T>> child;
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
+    static_assert(std::is_base_of_v<coro_promise_base, P>,
+                  "weft::coro can be awaited only from a weft::coro");
+    coro_promise<T>& c = child.promise();
+    c.continuation_ = parent;
+    c.root_ = parent.promise().root_;
+    return child;  // symmetric transfer: the stack does not grow
+  }
+  T await_resume() { return child.promise().take(); }
+};
+
+}  // namespace detail
+
+/// A lazy coroutine task: a function that uses co_await or co_return and
+/// returns weft::coro<T> runs nothing until it is awaited by another coro,
+/// joined (weft::join of coros), or started on a pool (weft::submit,
+/// weft::spawn, weft::sync_wait: weft/coro.hpp). T is void or a value type
+/// (not a reference). Move-only; destroying a coro that has not been
+/// started frees its frame. Inside a coro, `co_await` takes another
+/// coro<U>, a weft::future<U>, weft::join(coros...) and weft::sleep_for /
+/// sleep_until (docs/coroutines.md).
+template <class T>
+class coro {
+  static_assert(!std::is_reference_v<T>,
+                "weft::coro<T>: T must be void or a value type; return a pointer or a "
+                "std::reference_wrapper instead of a reference");
+
+ public:
+  /// The coroutine's promise (the C++ coroutine machinery's hook).
+  using promise_type = detail::coro_promise<T>;
+
+  /// An empty coro (valid() is false).
+  coro() noexcept = default;
+  /// Takes other's coroutine; other is left empty.
+  coro(coro&& other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+  /// Destroys this coro's coroutine (if it has one) and takes other's.
+  coro& operator=(coro&& other) noexcept {
+    if (this != &other) {
+      reset();
+      h_ = std::exchange(other.h_, nullptr);
+    }
+    return *this;
+  }
+  coro(const coro&) = delete;
+  coro& operator=(const coro&) = delete;
+  /// Frees the coroutine's frame (and, through its locals, its children's).
+  ~coro() { reset(); }
+
+  /// Whether this coro holds a coroutine that has not been started.
+  [[nodiscard]] bool valid() const noexcept { return h_ && !h_.done(); }
+
+  /// `co_await c` in another coro runs c on the same thread, then resumes
+  /// the awaiting coro with c's result (or c's exception). Throws
+  /// usage_error for an empty or finished coro.
+  auto operator co_await() && {
+    if (!valid()) {
+      throw usage_error(
+          "weft::coro: co_await of an empty or finished coro (moved from, or awaited "
+          "already); await each coro once");
+    }
+    return detail::coro_awaiter<T>{h_};
+  }
+
+ private:
+  friend class detail::coro_promise<T>;
+  friend struct detail::coro_access;
+  explicit coro(std::coroutine_handle<promise_type> h) noexcept : h_(h) {}
+  void reset() noexcept {
+    if (h_) std::exchange(h_, nullptr).destroy();
+  }
+
+  std::coroutine_handle<promise_type> h_;
+};
+
+namespace detail {
+
+template <class T>
+coro<T> coro_promise<T>::get_return_object() noexcept {
+  return coro<T>(std::coroutine_handle<coro_promise>::from_promise(*this));
+}
+
+// What the front ends (start, join) do with a coro's handle.
+struct coro_access {
+  template <class T>
+  static std::coroutine_handle<coro_promise<T>> handle(const coro<T>& c) noexcept {
+    return c.h_;
+  }
+  template <class T>
+  static std::coroutine_handle<coro_promise<T>> release(coro<T>& c) noexcept {
+    return std::exchange(c.h_, nullptr);
+  }
+};
+
+}  // namespace detail
+}  // namespace weft
