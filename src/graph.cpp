@@ -1,7 +1,5 @@
 #include "weft/graph.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -18,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/detail/platform.hpp"
 #include "weft/detail/scheduler.hpp"
 #include "weft/detail/trace.hpp"
 
@@ -99,7 +98,7 @@ bool graph_alive(std::uint64_t serial) noexcept {
 
 node_arena::~node_arena() {
   if (destroy_nodes_) for_each([](graph_node* n) { n->~graph_node(); });
-  for (const chunk& c : chunks_) std::free(c.first);  // NOLINT(cppcoreguidelines-no-malloc)
+  for (const chunk& c : chunks_) detail::platform::aligned_free(c.first);
 }
 
 void node_arena::grow(std::size_t at_least) {
@@ -116,11 +115,8 @@ void node_arena::grow(std::size_t at_least) {
   std::size_t bytes = n * sizeof(graph_node);
   const std::size_t alignment = bytes >= huge_page ? huge_page : cache_line;
   bytes = (bytes + alignment - 1) / alignment * alignment;
-  void* memory = std::aligned_alloc(alignment, bytes);  // NOLINT(cppcoreguidelines-no-malloc)
+  void* memory = detail::platform::aligned_allocate(alignment, bytes, alignment == huge_page);
   if (memory == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  if (alignment == huge_page) ::madvise(memory, bytes, MADV_HUGEPAGE);
-#endif
   auto* first = static_cast<graph_node*>(memory);
   if (!chunks_.empty()) {
     chunks_.back().used = static_cast<std::size_t>(next_ - chunks_.back().first);

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "weft/detail/platform.hpp"
+
 namespace weft::detail {
 
 namespace {
@@ -103,7 +105,9 @@ visit_slot& my_visit_slot() {
   if (my_slot != nullptr) return *my_slot;
   my_slot = &claim_slot();
   if (!given_back) {
-    thread_local slot_return on_exit;  // built on the thread's first visit
+    // Built on the thread's first visit; platform::per_thread, since its
+    // destructor reads my_slot.
+    (void)platform::per_thread<slot_return>();
   }
   return *my_slot;
 }

@@ -3,7 +3,6 @@
 // stays below size() for jobs started after the call, hooks and pinning
 // follow the workers, and bad calls are refused with usage_error.
 #include <gtest/gtest.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <weft/detail/platform.hpp>
 #include <weft/weft.hpp>
 
 #include "support/support.hpp"
@@ -238,7 +238,8 @@ TEST(resize, grown_workers_are_pinned_round_robin) {
   weft::pool pool{{.threads = 1, .max_threads = 4, .cpus = allowed}};
   pool.resize(4);
   for (std::size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(pool.submit_on(i, [] { return sched_getcpu(); }).get(), allowed[i % allowed.size()])
+    EXPECT_EQ(pool.submit_on(i, [] { return weft::detail::platform::current_cpu(); }).get(),
+              allowed[i % allowed.size()])
         << "worker " << i;
   }
 }

@@ -1,13 +1,13 @@
 // Tracing (docs/tracing.md): what a traced pool writes. The file's structure
 // is checked by tests/trace/check_trace.py; these tests count what is in it.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -18,8 +18,10 @@
 
 namespace {
 
+// Unique per process (ctest runs the cases in parallel processes).
 std::string temp_path(const std::string& stem) {
-  return ::testing::TempDir() + "weft_trace_" + stem + "_" + std::to_string(::getpid()) + ".json";
+  static const unsigned tag = std::random_device{}();
+  return ::testing::TempDir() + "weft_trace_" + stem + "_" + std::to_string(tag) + ".json";
 }
 
 std::string read_file(const std::string& path) {
