@@ -24,6 +24,8 @@ namespace weft {
 
 namespace detail {
 
+thread_local std::vector<std::uint32_t> chosen_branches;  // graph.hpp
+
 namespace {
 
 // Serials of the graphs alive now (every build registers them, so a debug

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <thread>
 
 #include "weft/detail/platform.hpp"
@@ -61,10 +62,11 @@ void* aligned_allocate(std::size_t alignment, std::size_t bytes, bool /*huge_pag
   void* raw =
       std::malloc(bytes + alignment + sizeof(void*));  // NOLINT(cppcoreguidelines-no-malloc)
   if (raw == nullptr) return nullptr;
-  const std::uintptr_t start = reinterpret_cast<std::uintptr_t>(raw) + sizeof(void*);
-  const std::uintptr_t aligned = (start + alignment - 1) & ~(std::uintptr_t{alignment} - 1);
-  std::memcpy(reinterpret_cast<void*>(aligned - sizeof(void*)), &raw, sizeof(raw));
-  return reinterpret_cast<void*>(aligned);
+  void* aligned = static_cast<char*>(raw) + sizeof(void*);
+  std::size_t room = bytes + alignment;
+  aligned = std::align(alignment, bytes, aligned, room);  // never null: room was left
+  std::memcpy(static_cast<char*>(aligned) - sizeof(void*), &raw, sizeof(raw));
+  return aligned;
 }
 
 void aligned_free(void* memory) noexcept {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -66,7 +67,7 @@ TEST_P(resize_from, grows_and_shrinks_and_indexes_stay_below_size) {
   EXPECT_EQ(pool.size(), start);
   EXPECT_EQ(pool.max_size(), 8U);
   EXPECT_EQ(pool.slots(), 9U);
-  for (const std::size_t n : {8UL, 1UL, 3UL, start, 2UL, 8UL, 5UL}) {
+  for (const std::size_t n : std::initializer_list<std::size_t>{8, 1, 3, start, 2, 8, 5}) {
     pool.resize(n);
     EXPECT_EQ(pool.size(), n);
     EXPECT_EQ(pool.slots(), 9U) << "slots() is fixed for the pool's life";
