@@ -3,9 +3,7 @@
 // its last (docs/control.md, "Worker hooks"). Here each worker gets a
 // scratch buffer of its own and a name of the program's choosing, and
 // reports how many jobs it ran when the pool shuts down.
-#ifdef _WIN32
-#include <windows.h>
-#else
+#ifndef _WIN32
 #include <pthread.h>
 #endif
 
@@ -34,11 +32,9 @@ int main() {
                          [&](std::size_t i) {
                            // On worker i's thread, before it runs any job.
                            scratch = new std::vector<double>(1024);
+#ifndef _WIN32
+                           // (Windows 10 has SetThreadDescription for this.)
                            const std::string name = "solver-" + std::to_string(i);
-#ifdef _WIN32
-                           const std::wstring wide(name.begin(), name.end());
-                           SetThreadDescription(GetCurrentThread(), wide.c_str());
-#else
                            pthread_setname_np(pthread_self(), name.c_str());
 #endif
                            // this_worker::index() is valid in the hooks too.

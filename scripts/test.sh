@@ -213,6 +213,11 @@ section "11/12 Windows x86-64 (g++-mingw-w64-x86-64-posix, wine64): build, unit 
 # built, no more: not the soak, and no find_package consumer (the package
 # itself is the same CMake as on Linux, checked in step 12).
 cmake --preset mingw
+# No debugger on a crash (a program that does not exist): wine would
+# start winedbg, which waits, and the test would time out.
+wine64=$(command -v wine64 || echo /usr/lib/wine/wine64)  # Debian keeps it off PATH
+WINEPREFIX=$root/build/mingw/wine WINEDEBUG=-all "$wine64" reg add \
+  'HKLM\Software\Microsoft\Windows NT\CurrentVersion\AeDebug' /v Debugger /d false /f
 mapfile -t mingw_examples < <(cmake --build build/mingw --target help | awk '/ example_/ { print $2 }')
 cmake --build --preset mingw -j"$jobs" --target weft_unit_tests weft_alloc_tests weft_stress_tests \
   "${mingw_examples[@]}"

@@ -83,7 +83,8 @@ class bindings {
 
 lane* thread_lane(std::uint64_t pool_id, const std::shared_ptr<lane_set>& lanes) {
   if (lanes_released) return nullptr;
-  // platform::per_thread: the destructor writes other thread_locals.
+  // platform::per_thread: not in MinGW's emulated TLS, which is freed
+  // before the destructor runs.
   lane* l = platform::per_thread<bindings>().find_or_bind(pool_id, lanes);
   tls_lane = lane_cache_entry{pool_id, l};
   return l;

@@ -134,12 +134,12 @@ void at_thread_exit(void* object, void (*destroy)(void*) noexcept);
 // The calling thread's T, default-constructed on first use and destroyed
 // when the thread ends. Elsewhere a thread_local; on Windows a heap object
 // destroyed from a fiber-local storage callback, because MinGW-w64's
-// emulated TLS frees a thread's thread_locals before their destructors run
-// (libstdc++'s thread-exit chain comes after winpthreads' key destructors),
-// so a destructor that reads another thread_local (visit.cpp's slot_return,
-// lane.cpp's bindings) would read freed memory. The callback runs before
-// either, with every thread_local of the thread still in place. For a T
-// whose destructor touches thread_locals or could run late.
+// emulated TLS frees a thread's thread_locals (winpthreads' key destructor)
+// before their destructors run, which would then run on freed memory. The
+// callback comes later still (as measured under wine): by then the
+// thread's other thread_locals read as new, zero-initialised ones, so T's
+// destructor must use only its own members (it may write thread_locals;
+// nothing reads them after). For a T with a non-trivial destructor.
 template <class T>
 T& per_thread() {
 #if defined(_WIN32)
