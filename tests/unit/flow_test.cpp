@@ -82,6 +82,18 @@ struct rendezvous {
   [[nodiscard]] bool both_met() const { return met[0].load() && met[1].load(); }
 };
 
+// scenario()'s exit code; 3, and what it threw on stderr, if it threw.
+int run_scenario(const std::function<int()>& scenario) {
+  try {
+    return scenario();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "child: uncaught exception: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "child: uncaught exception\n");
+  }
+  return 3;
+}
+
 // Runs `scenario` in a child process, for the scenarios that hang when the
 // flow is wrong: a deadlocked pool can neither finish nor be destroyed, so
 // the child is killed after `limit_seconds` instead and the test fails. The
@@ -97,17 +109,7 @@ struct rendezvous {
 #ifdef _WIN32
   auto code = std::make_shared<std::promise<int>>();
   std::future<int> result = code->get_future();
-  std::thread{[scenario, code] {
-    int c = 3;
-    try {
-      c = scenario();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child: uncaught exception: %s\n", e.what());
-    } catch (...) {
-      std::fprintf(stderr, "child: uncaught exception\n");
-    }
-    code->set_value(c);
-  }}.detach();
+  std::thread{[scenario, code] { code->set_value(run_scenario(scenario)); }}.detach();
   if (result.wait_for(std::chrono::seconds{limit_seconds}) != std::future_status::ready) {
     std::fprintf(stderr, "the scenario hung: ending the test process after %u s\n", limit_seconds);
     std::fflush(nullptr);
@@ -122,14 +124,7 @@ struct rendezvous {
   if (pid < 0) return ::testing::AssertionFailure() << "fork() failed";
   if (pid == 0) {
     ::alarm(limit_seconds);
-    int code = 3;
-    try {
-      code = scenario();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child: uncaught exception: %s\n", e.what());
-    } catch (...) {
-      std::fprintf(stderr, "child: uncaught exception\n");
-    }
+    const int code = run_scenario(scenario);
     // _Exit: nothing of the parent's (atexit handlers, sanitizer reports
     // the parent had before the fork) decides the child's exit code.
     std::fflush(nullptr);

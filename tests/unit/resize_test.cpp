@@ -50,7 +50,8 @@ std::set<std::size_t> indexes_seen(weft::pool& pool, int jobs) {
   std::set<std::size_t> seen;
   for (int i = 0; i < jobs; ++i) {
     pool.spawn([&] {
-      std::this_thread::sleep_for(200us);
+      // 1 ms: Windows sleeps whole milliseconds, a shorter sleep none.
+      std::this_thread::sleep_for(1ms);
       std::lock_guard lock{m};
       seen.insert(weft::this_worker::index().value());
     });
