@@ -7,9 +7,10 @@
 #  10 AArch64 (cross g++, run under qemu-user): build, unit tests, examples,
 #     find_package; with --full only (README, "Platforms": its unit tests
 #     do not all pass under qemu yet, and it adds about 15 minutes)
-#  11 Windows x86-64 (MinGW-w64 g++, run under wine): build, unit tests,
-#     examples; with --full only: the default run is already near its time
-#     limit, and a cold MinGW build plus wine adds about MINGW_MINUTES minutes
+#  11 Windows x86-64 (MinGW-w64 g++, run under wine): build, unit, stress
+#     and allocation tests, examples; with --full only: the default run is
+#     already near its time limit, and this adds about 35 minutes on a
+#     shared 2-core machine (the cold build; the tests take about 3)
 #  12 package check (find_package, add_subdirectory, FetchContent, pkg-config)
 # SKIP_SANITIZERS=1 skips steps 7 and 8 for a quick local run; SOAK_MINUTES
 # sets the soak's length (default 2).
