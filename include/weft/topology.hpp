@@ -24,7 +24,8 @@ std::vector<int> allowed_cpus();
 /// The first allowed CPU of each physical core, ascending: allowed_cpus()
 /// without the other hardware threads (SMT siblings) of a core, as Linux's
 /// sysfs topology groups them (GetLogicalProcessorInformation on Windows);
-/// allowed_cpus() itself where the topology cannot be read. For pool_options{.cpus = weft::cpus_one_per_core()}.
+/// allowed_cpus() itself where the topology cannot be read. For pool_options{.cpus =
+/// weft::cpus_one_per_core()}.
 std::vector<int> cpus_one_per_core();
 
 }  // namespace weft
