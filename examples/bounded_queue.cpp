@@ -3,32 +3,33 @@
 // run_here it does the work itself (libgomp's throttling); a callable
 // decides per job, here keeping the jobs it got to run them later.
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 #include <weft/weft.hpp>
 
 int main() {
-  std::atomic<long> sum{0};
-  constexpr long jobs = 100'000;
-  constexpr long expected = jobs * (jobs - 1) / 2;
+  std::atomic<std::int64_t> sum{0};
+  constexpr std::int64_t jobs = 100'000;
+  constexpr std::int64_t expected = jobs * (jobs - 1) / 2;
   bool right = true;
 
   {
     weft::pool pool{{.threads = 2, .capacity = 256, .on_full = weft::overflow::block}};
-    for (long i = 0; i < jobs; ++i) pool.spawn([&sum, i] { sum += i; });
+    for (std::int64_t i = 0; i < jobs; ++i) pool.spawn([&sum, i] { sum += i; });
     pool.wait();
-    std::printf("block:    sum %ld, submissions that waited for room: %zu\n", sum.load(),
-                pool.stats().overflowed);
+    std::printf("block:    sum %lld, submissions that waited for room: %zu\n",
+                static_cast<long long>(sum.load()), pool.stats().overflowed);
     right = right && sum.load() == expected;
   }
 
   sum = 0;
   {
     weft::pool pool{{.threads = 2, .capacity = 256, .on_full = weft::overflow::run_here}};
-    for (long i = 0; i < jobs; ++i) pool.spawn([&sum, i] { sum += i; });
+    for (std::int64_t i = 0; i < jobs; ++i) pool.spawn([&sum, i] { sum += i; });
     pool.wait();
-    std::printf("run_here: sum %ld, jobs the producer ran itself: %zu\n", sum.load(),
-                pool.stats().overflowed);
+    std::printf("run_here: sum %lld, jobs the producer ran itself: %zu\n",
+                static_cast<long long>(sum.load()), pool.stats().overflowed);
     right = right && sum.load() == expected;
   }
 
@@ -39,12 +40,12 @@ int main() {
                        later.push_back(std::move(j));
                      }}};
     pool.pause();  // nothing starts: the 17th job on overflows
-    for (long i = 0; i < 100; ++i) pool.spawn([&sum, i] { sum += i; });
+    for (std::int64_t i = 0; i < 100; ++i) pool.spawn([&sum, i] { sum += i; });
     std::printf("callable: %zu jobs set aside\n", later.size());
     for (weft::job& j : later) j.run();  // before the pool goes: it waits for them
     pool.resume();
     pool.wait();
-    std::printf("callable: sum %ld\n", sum.load());
+    std::printf("callable: sum %lld\n", static_cast<long long>(sum.load()));
   }
   return right && sum.load() == 99 * 100 / 2 ? 0 : 1;
 }

@@ -1,8 +1,13 @@
 // pool_options::cpus: worker i runs on CPU cpus[i % cpus.size()]
 // (docs/control.md, "Pinning workers to CPUs"). Lists the CPUs this process
 // may use and one per physical core, pins a pool to them, and checks with
-// sched_getcpu() where each worker's jobs ran.
+// the system (sched_getcpu(), GetCurrentProcessorNumber()) where each
+// worker's jobs ran.
+#ifdef _WIN32
+#include <windows.h>
+#else
 #include <sched.h>
+#endif
 
 #include <atomic>
 #include <cstdio>
@@ -11,6 +16,14 @@
 #include <weft/weft.hpp>
 
 namespace {
+
+int current_cpu() {
+#ifdef _WIN32
+  return static_cast<int>(GetCurrentProcessorNumber());
+#else
+  return sched_getcpu();
+#endif
+}
 
 std::string list(const std::vector<int>& cpus) {
   std::string text;
@@ -32,7 +45,7 @@ int main() {
   // the worker's CPU.
   std::vector<std::atomic<int>> start_cpu(cores.size());
   weft::pool pool{{.cpus = cores,
-                   .on_worker_start = [&](std::size_t i) { start_cpu[i].store(sched_getcpu()); }}};
+                   .on_worker_start = [&](std::size_t i) { start_cpu[i].store(current_cpu()); }}};
   bool ok = pool.size() == cores.size();
   for (std::size_t i = 0; i < pool.size(); ++i) {
     std::printf("worker %zu: pinned to CPU %d, started on CPU %d\n", i, cores[i],
@@ -45,7 +58,7 @@ int main() {
   for (int k = 0; k < 1000; ++k) {
     pool.spawn([&] {
       const std::size_t i = weft::this_worker::index().value();
-      if (i < cores.size() && sched_getcpu() != cores[i]) misplaced.fetch_add(1);
+      if (i < cores.size() && current_cpu() != cores[i]) misplaced.fetch_add(1);
     });
   }
   pool.wait();

@@ -12,7 +12,9 @@
 #                           libstdc++ 12's <ranges> in C++20 mode), and
 #                           clang-16 with libc++ 16 (the libc++ build), and
 #                           g++-aarch64-linux-gnu with qemu-user (the AArch64
-#                           build, its tests run under qemu-aarch64)
+#                           build, its tests run under qemu-aarch64), and
+#                           g++-mingw-w64-x86-64-posix with wine64 (the
+#                           Windows build, its tests run under wine)
 #   scripts/deps.sh bench   compiler, CMake, Google Benchmark, oneTBB, OpenBLAS +
 #                           LAPACKE, StarPU (with StarPU-MPI), OpenMPI, and
 #                           matplotlib (the report's charts)
@@ -28,7 +30,7 @@ usage() {
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 clang-16 libc++-16-dev libc++abi-16-dev g++-aarch64-linux-gnu qemu-user graphviz spin gdb pkg-config doxygen libopenblas-dev liblapacke-dev python3-matplotlib libopenmpi-dev openmpi-bin) ;;
+  test) packages=(g++ cmake make googletest libgtest-dev libgmock-dev clang-format clang-tidy clang-tidy-16 clang-16 libc++-16-dev libc++abi-16-dev g++-aarch64-linux-gnu qemu-user g++-mingw-w64-x86-64-posix wine64 graphviz spin gdb pkg-config doxygen libopenblas-dev liblapacke-dev python3-matplotlib libopenmpi-dev openmpi-bin) ;;
   bench) packages=(g++ cmake make libbenchmark-dev libtbb-dev libopenblas-dev liblapacke-dev libstarpu-dev pkg-config python3-matplotlib libopenmpi-dev openmpi-bin) ;;
   *) usage ;;
 esac

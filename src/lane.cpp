@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "weft/detail/platform.hpp"
+
 namespace weft::detail {
 
 lane* lane_set::bind() {
@@ -81,8 +83,9 @@ class bindings {
 
 lane* thread_lane(std::uint64_t pool_id, const std::shared_ptr<lane_set>& lanes) {
   if (lanes_released) return nullptr;
-  thread_local bindings mine;
-  lane* l = mine.find_or_bind(pool_id, lanes);
+  // platform::per_thread: not in MinGW's emulated TLS, which is freed
+  // before the destructor runs.
+  lane* l = platform::per_thread<bindings>().find_or_bind(pool_id, lanes);
   tls_lane = lane_cache_entry{pool_id, l};
   return l;
 }

@@ -73,7 +73,7 @@ class waiter_cache {
 }  // namespace
 
 bool latch::block_until(std::chrono::steady_clock::time_point deadline) {
-  thread_local waiter_cache cache;
+  waiter_cache& cache = platform::per_thread<waiter_cache>();
   timed_waiter* w = cache.find(this);
   if (w == nullptr) {
     w = new timed_waiter;

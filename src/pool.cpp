@@ -1,7 +1,5 @@
 #include "weft/pool.hpp"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -11,6 +9,7 @@
 #include <string>
 #include <system_error>
 
+#include "weft/detail/platform.hpp"
 #include "weft/detail/visit.hpp"
 #include "weft/detail/worker_start.hpp"
 
@@ -34,10 +33,8 @@ constexpr int max_pauses_while_filling = 256;
 constexpr unsigned yield_every_polls = 16;
 
 void name_thread(const std::string& base, std::size_t index) {
-  // Linux limits thread names to 15 characters.
-  std::string name = base + "-" + std::to_string(index);
-  if (name.size() > 15) name.erase(0, name.size() - 15);
-  pthread_setname_np(pthread_self(), name.c_str());
+  // Linux keeps the name's last 15 characters (platform::name_this_thread).
+  detail::platform::name_this_thread(base + "-" + std::to_string(index));
 }
 
 // Exceptions of detached jobs (and stop hooks) that no wait() rethrew, at

@@ -22,9 +22,6 @@
 // their jobs are queued, and the destructor joins the thread.
 #include "weft/timer.hpp"
 
-#include <pthread.h>
-#include <sys/prctl.h>
-
 #include <algorithm>
 #include <array>
 #include <condition_variable>
@@ -35,6 +32,7 @@
 #include <vector>
 
 #include "weft/detail/context.hpp"
+#include "weft/detail/platform.hpp"
 #include "weft/detail/scheduler.hpp"
 
 namespace weft {
@@ -235,15 +233,14 @@ class timer_service {
   // The timer thread.
   void run() noexcept {
     try {
-      std::string name = pool_.name() + "-timer";
-      if (name.size() > 15) name.erase(0, name.size() - 15);  // Linux's limit
-      pthread_setname_np(pthread_self(), name.c_str());
+      detail::platform::name_this_thread(pool_.name() + "-timer");
     } catch (const std::bad_alloc&) {
       // Unnamed, then.
     }
-    // Wake at the deadline rather than up to 50 us after it (the default
-    // timer slack): this thread only ever sleeps until a deadline.
-    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    // Wake at the deadline rather than up to 50 us after it (Linux's
+    // default timer slack) or 15.6 ms (Windows' default timer tick): this
+    // thread only ever sleeps until a deadline.
+    const detail::platform::precise_sleeps precise;
 
     std::array<std::shared_ptr<timer_state>, fire_batch> fired;
     std::unique_lock lock{mutex_};

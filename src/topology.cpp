@@ -1,8 +1,5 @@
 // How many CPUs this process may use (affinity mask and cgroup v1 or v2 CPU
 // quota), which ones, and how they share physical cores.
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -17,21 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "weft/detail/platform.hpp"
 #include "weft/detail/worker_start.hpp"
 #include "weft/pool.hpp"
 
 namespace weft {
 
 namespace {
-
-std::size_t affinity_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-    return std::max<std::size_t>(1, std::thread::hardware_concurrency());
-  }
-  return static_cast<std::size_t>(CPU_COUNT(&set));
-}
 
 // The CPUs allowed by a quota of `quota` microseconds per `period`
 // (rounded up: 1.5 CPUs' worth keeps two busy part of the time); 0 when
@@ -202,36 +191,14 @@ std::size_t cgroup_cpu_limit(const std::string& root) {
 }  // namespace detail
 
 std::size_t available_parallelism() {
-  const std::size_t cpus = std::max<std::size_t>(1, affinity_cpus());
-  const std::size_t limit = detail::cgroup_cpu_limit("");
+  const std::size_t cpus = std::max<std::size_t>(1, detail::platform::affinity_count());
+  const std::size_t limit = detail::platform::cpu_quota();
   return limit == 0 ? cpus : std::min(cpus, limit);
 }
 
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  // The main thread's mask (its thread id is the process id), so that a
-  // pool made on a pinned thread (a job of another, pinned pool) may still
-  // pin to any CPU of the process; the calling thread's if that fails.
-  if (sched_getaffinity(getpid(), sizeof(set), &set) != 0) {
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-      // No mask to read (more CPUs than CPU_SETSIZE): every CPU counted.
-      std::vector<int> all(std::max(1U, std::thread::hardware_concurrency()));
-      for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-      return all;
-    }
-  }
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
+std::vector<int> allowed_cpus() { return detail::platform::allowed_cpus(); }
 
-std::vector<int> cpus_one_per_core() {
-  return detail::one_per_core(allowed_cpus(), "/sys/devices/system/cpu");
-}
+std::vector<int> cpus_one_per_core() { return detail::platform::one_per_core(allowed_cpus()); }
 
 namespace detail {
 

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "weft/detail/platform.hpp"
+
 namespace weft::detail {
 
 namespace {
@@ -45,16 +47,22 @@ constinit thread_local visit_slot* my_slot = nullptr;
 // then never given back (one slot per such thread, reused by nobody).
 constinit thread_local bool given_back = false;
 
-// Gives the calling thread's slot back when the thread ends.
+// Gives the calling thread's slot back when the thread ends. It keeps the
+// slot itself rather than read my_slot: under MinGW a thread's other
+// thread_locals read as new (zero) by the time this runs
+// (platform::per_thread).
 struct slot_return {
+  visit_slot* slot = nullptr;
   slot_return() = default;
   slot_return(const slot_return&) = delete;
   slot_return& operator=(const slot_return&) = delete;
   ~slot_return() {
     given_back = true;
+    my_slot = nullptr;
+    if (slot == nullptr) return;  // claim_slot() threw
     // Release pairs with the acquire CAS in claim_slot(): the next owner
     // starts after our last visit.
-    std::exchange(my_slot, nullptr)->owned.store(false, std::memory_order_release);
+    slot->owned.store(false, std::memory_order_release);
   }
 };
 
@@ -101,10 +109,13 @@ live_pool_lock::live_pool_lock(const void* pool, std::uint32_t life) : lock_(reg
 
 visit_slot& my_visit_slot() {
   if (my_slot != nullptr) return *my_slot;
+  // Built on the thread's first visit, before the slot is claimed: on
+  // Windows building it allocates, and a bad_alloc then leaves no slot
+  // claimed that nothing would give back. platform::per_thread, so that it
+  // is not in MinGW's emulated TLS, freed before it is destroyed.
+  slot_return* on_exit = given_back ? nullptr : &platform::per_thread<slot_return>();
   my_slot = &claim_slot();
-  if (!given_back) {
-    thread_local slot_return on_exit;  // built on the thread's first visit
-  }
+  if (on_exit != nullptr) on_exit->slot = my_slot;
   return *my_slot;
 }
 

@@ -1,9 +1,6 @@
 // Pinning workers to CPUs and calling the worker hooks (docs/control.md).
 #include "weft/detail/worker_start.hpp"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <string>
@@ -12,6 +9,7 @@
 
 #include "weft/detail/context.hpp"
 #include "weft/detail/fault.hpp"
+#include "weft/detail/platform.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
@@ -42,15 +40,11 @@ std::size_t worker_count(const std::optional<std::size_t>& threads, const std::v
 }  // namespace
 
 void pin_this_thread(int cpu, const std::string& what) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-  if (fault::pin_fails()) rc = EINVAL;
-  if (rc != 0) {
-    throw std::system_error(rc, std::generic_category(),
-                            "weft: could not pin " + what + " to CPU " + std::to_string(cpu) +
-                                " (pthread_setaffinity_np)");
+  std::error_code error = platform::pin_this_thread(cpu);
+  if (fault::pin_fails()) error = std::make_error_code(std::errc::invalid_argument);
+  if (error) {
+    throw std::system_error(error, "weft: could not pin " + what + " to CPU " +
+                                       std::to_string(cpu) + " (" + platform::pin_call() + ")");
   }
 }
 
@@ -91,10 +85,11 @@ worker_start::worker_start(const std::optional<std::size_t>& threads, const std:
     const int cpu = cpus_[i];
     const std::string entry =
         "pool_options::cpus[" + std::to_string(i) + "] = " + std::to_string(cpu);
-    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+    if (cpu < 0 || cpu >= platform::cpu_limit()) {
       throw usage_error(where + entry + " is not a CPU number (0 to " +
-                        std::to_string(CPU_SETSIZE - 1) + "); this process may use CPUs " +
-                        format_cpu_list(allowed) + " (weft::allowed_cpus())");
+                        std::to_string(platform::cpu_limit() - 1) +
+                        "); this process may use CPUs " + format_cpu_list(allowed) +
+                        " (weft::allowed_cpus())");
     }
     if (!std::binary_search(allowed.begin(), allowed.end(), cpu)) {
       throw usage_error(where + entry + " is a CPU this process may not use; its affinity mask " +

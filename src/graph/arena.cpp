@@ -1,11 +1,10 @@
 // The graph's node arena (graph_core::nodes_): chunks of nodes, the large
-// ones backed by huge pages where the kernel allows it.
-#include <sys/mman.h>
-
+// ones backed by huge pages where the platform allows it (platform.hpp).
 #include <algorithm>
 #include <cstdlib>
 #include <new>
 
+#include "weft/detail/platform.hpp"
 #include "weft/graph.hpp"
 
 namespace weft::detail {
@@ -15,7 +14,7 @@ namespace weft::detail {
 
 node_arena::~node_arena() {
   if (destroy_nodes_) for_each([](graph_node* n) { n->~graph_node(); });
-  for (const chunk& c : chunks_) std::free(c.first);  // NOLINT(cppcoreguidelines-no-malloc)
+  for (const chunk& c : chunks_) platform::aligned_free(c.first);
 }
 
 void node_arena::grow(std::size_t at_least) {
@@ -32,11 +31,8 @@ void node_arena::grow(std::size_t at_least) {
   std::size_t bytes = n * sizeof(graph_node);
   const std::size_t alignment = bytes >= huge_page ? huge_page : cache_line;
   bytes = (bytes + alignment - 1) / alignment * alignment;
-  void* memory = std::aligned_alloc(alignment, bytes);  // NOLINT(cppcoreguidelines-no-malloc)
+  void* memory = platform::aligned_allocate(alignment, bytes, alignment == huge_page);
   if (memory == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  if (alignment == huge_page) ::madvise(memory, bytes, MADV_HUGEPAGE);
-#endif
   auto* first = static_cast<graph_node*>(memory);
   if (!chunks_.empty()) {
     chunks_.back().used = static_cast<std::size_t>(next_ - chunks_.back().first);

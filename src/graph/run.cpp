@@ -20,6 +20,8 @@ namespace weft {
 
 namespace detail {
 
+thread_local std::vector<std::uint32_t> chosen_branches;  // detail/graph_node.hpp
+
 run_state* graph_core::release_turn() noexcept {
   // acq_rel: release pairs with the acquire in start() and running() (this
   // run's tasks and counter resets are visible to whoever sees the graph

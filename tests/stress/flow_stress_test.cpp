@@ -504,7 +504,9 @@ long peak_rss_kib() {
 // (their peaks, or memory they freed that a leak could reuse unseen) do not
 // hide this one's growth.
 void reset_peak_rss() {
+#ifdef __GLIBC__
   ::malloc_trim(0);
+#endif
   std::ofstream clear("/proc/self/clear_refs");
   clear << "5";
 }

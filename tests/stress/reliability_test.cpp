@@ -166,6 +166,11 @@ struct submit_at_exit {
 
 TEST_P(reliability, submitting_from_a_thread_local_destructor_loses_nothing) {
   if (GetParam() == 0) GTEST_SKIP() << "a sequential pool runs jobs on the waiting thread only";
+#ifdef __MINGW32__
+  // Measured under wine: the thread's emulated TLS, this test's own
+  // thread_local included, is freed before its destructor runs.
+  GTEST_SKIP() << "MinGW-w64 frees a thread_local before its destructor runs (docs/platforms.md)";
+#endif
   weft::pool used{options()};
   weft::pool unused{options()};
   std::atomic<int> counter{0};

@@ -13,6 +13,7 @@
 #include <new>
 
 #include "allocation_hook.hpp"
+#include "weft/detail/platform.hpp"
 
 #ifdef WEFT_TEST_REPLACES_NEW
 
@@ -24,7 +25,8 @@ inline void* hooked_alloc(std::size_t n, std::size_t alignment) {
   if (void (*hook)() = allocation_hook.load(std::memory_order_relaxed)) hook();
   void* p = alignment <= alignof(std::max_align_t)
                 ? std::malloc(n == 0 ? 1 : n)
-                : std::aligned_alloc(alignment, (n + alignment - 1) / alignment * alignment);
+                : weft::detail::platform::aligned_allocate(
+                      alignment, (n + alignment - 1) / alignment * alignment, false);
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
@@ -41,7 +43,13 @@ void* operator new(std::size_t n, std::align_val_t a) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+// Over-aligned blocks come from the platform layer (_aligned_malloc on
+// Windows, which free() cannot take).
+void operator delete(void* p, std::align_val_t) noexcept {
+  weft::detail::platform::aligned_free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  weft::detail::platform::aligned_free(p);
+}
 #pragma GCC diagnostic pop
 #endif

@@ -1,8 +1,6 @@
 // Helpers shared by weft's tests.
 #pragma once
 
-#include <sys/resource.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -14,6 +12,7 @@
 #include <thread>
 #include <vector>
 #include <weft/detail/fault.hpp>
+#include <weft/detail/platform.hpp>
 #include <weft/detail/scheduler.hpp>
 #include <weft/pool.hpp>
 
@@ -126,12 +125,7 @@ class naps_delayed {
 
 // CPU time (user + system) this process has used so far.
 inline std::chrono::microseconds process_cpu_time() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  const auto us = [](const timeval& tv) {
-    return std::chrono::seconds{tv.tv_sec} + std::chrono::microseconds{tv.tv_usec};
-  };
-  return us(ru.ru_utime) + us(ru.ru_stime);
+  return weft::detail::platform::process_cpu_time();
 }
 
 // Counts the exceptions that reach a pool's error path (pool_options::on_error).

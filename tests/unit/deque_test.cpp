@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <functional>
-#include <latch>
 #include <ostream>
 #include <random>
 #include <string>
@@ -395,6 +394,23 @@ TEST(WorkDeque, PublishAllMovesEveryPrivateItemOldestFirst) {
 // ---- owner against thieves --------------------------------------------------------------------
 
 // Steals until `drained` is set and the deque is empty, recording the ids taken.
+// Every taker waits at it until all have arrived. Not std::latch, whose
+// wait (libstdc++ 12 without a platform wait, as for MinGW) hung these
+// tests under wine.
+class start_line {
+ public:
+  explicit start_line(std::size_t takers) : takers_(takers) {}
+  void arrive_and_wait() {
+    // seq_cst (the default) and spinning: a start line, nothing published.
+    arrived_.fetch_add(1);
+    while (arrived_.load() < takers_) std::this_thread::yield();
+  }
+
+ private:
+  const std::size_t takers_;
+  std::atomic<std::size_t> arrived_{0};
+};
+
 void run_thief(work_deque<item*>& dq, const std::atomic<bool>& drained,
                std::vector<std::size_t>& taken) {
   for (;;) {
@@ -462,7 +478,7 @@ std::vector<std::vector<std::size_t>> take_with_thieves(work_deque<item*>& dq, s
                                                         std::size_t n, Owner owner) {
   std::atomic<bool> drained{false};
   std::vector<std::vector<std::size_t>> taken(thieves + 1);
-  std::latch start{static_cast<std::ptrdiff_t>(thieves + 1)};
+  start_line start{thieves + 1};
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < thieves; ++i) {
     threads.emplace_back([&, i] {
@@ -591,7 +607,7 @@ TEST_P(WorkDequeThieves, GrowthWhileStealingKeepsEveryItem) {
   std::atomic<bool> pushing_done{false};
   std::atomic<bool> drained{false};
   std::vector<std::vector<std::size_t>> taken(thieves + 1);
-  std::latch start{static_cast<std::ptrdiff_t>(thieves + 1)};
+  start_line start{thieves + 1};
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < thieves; ++i) {
     threads.emplace_back([&, i] {

@@ -3,10 +3,12 @@
 // 2, 4 and 8 workers. tests/stress/flow_stress_test.cpp has the random
 // programs checked against a sequential run, and the memory bounds.
 #include <gtest/gtest.h>
+#ifndef _WIN32
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -19,6 +21,7 @@
 #include <exception>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -26,6 +29,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -78,26 +82,49 @@ struct rendezvous {
   [[nodiscard]] bool both_met() const { return met[0].load() && met[1].load(); }
 };
 
+// scenario()'s exit code; 3, and what it threw on stderr, if it threw.
+int run_scenario(const std::function<int()>& scenario) {
+  try {
+    return scenario();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "child: uncaught exception: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "child: uncaught exception\n");
+  }
+  return 3;
+}
+
 // Runs `scenario` in a child process, for the scenarios that hang when the
 // flow is wrong: a deadlocked pool can neither finish nor be destroyed, so
 // the child is killed after `limit_seconds` instead and the test fails. The
 // scenario returns 0 when all its checks passed; it explains failures on
 // stderr.
+//
+// Windows has no fork(): there the scenario runs on a thread of this
+// process instead, and if it hangs the process prints why and ends with
+// exit code 1 (the deadlocked pool could not be destroyed).
 ::testing::AssertionResult finishes_in_child(const std::function<int()>& scenario,
                                              unsigned limit_seconds = 10) {
   std::fflush(nullptr);
+#ifdef _WIN32
+  auto code = std::make_shared<std::promise<int>>();
+  std::future<int> result = code->get_future();
+  std::thread{[scenario, code] { code->set_value(run_scenario(scenario)); }}.detach();
+  if (result.wait_for(std::chrono::seconds{limit_seconds}) != std::future_status::ready) {
+    std::fprintf(stderr, "the scenario hung: ending the test process after %u s\n", limit_seconds);
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  const int status = result.get();
+  if (status == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "the scenario failed with exit code " << status << " (see its stderr)";
+#else
   const pid_t pid = ::fork();
   if (pid < 0) return ::testing::AssertionFailure() << "fork() failed";
   if (pid == 0) {
     ::alarm(limit_seconds);
-    int code = 3;
-    try {
-      code = scenario();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child: uncaught exception: %s\n", e.what());
-    } catch (...) {
-      std::fprintf(stderr, "child: uncaught exception\n");
-    }
+    const int code = run_scenario(scenario);
     // _Exit: nothing of the parent's (atexit handlers, sanitizer reports
     // the parent had before the fork) decides the child's exit code.
     std::fflush(nullptr);
@@ -118,6 +145,14 @@ struct rendezvous {
   }
   return ::testing::AssertionFailure()
          << "the scenario was killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+#endif
+}
+
+// qemu-user 7.2 aborts in the child of a multi-threaded process (an
+// assertion in its TCG), whatever the child runs.
+bool fork_aborts() {
+  const char* emulator = weft::test::emulator();
+  return emulator != nullptr && std::string_view{emulator}.starts_with("qemu");
 }
 
 // Prints a failed check of a child scenario; returns 1 for the exit code.
@@ -678,9 +713,7 @@ TEST_P(flow_test, wait_for_an_object_inside_a_pool_job) {
     if (wrong.load() != 0) return child_failure("the readers saw the written values");
     return 0;
   };
-  if (weft::test::emulator() != nullptr) {
-    // qemu-user 7.2 aborts in the child of a multi-threaded process
-    // (an assertion in its TCG), whatever the child runs.
+  if (fork_aborts()) {
     GTEST_SKIP() << "fork() of a multi-threaded process aborts under " << weft::test::emulator();
   }
   EXPECT_TRUE(finishes_in_child(scenario));
@@ -708,9 +741,7 @@ TEST_P(flow_test, wait_for_an_object_inside_a_pool_job_after_a_future_of_the_poo
                         .get();
     return ok ? 0 : child_failure("x is final after wait(x)");
   };
-  if (weft::test::emulator() != nullptr) {
-    // qemu-user 7.2 aborts in the child of a multi-threaded process
-    // (an assertion in its TCG), whatever the child runs.
+  if (fork_aborts()) {
     GTEST_SKIP() << "fork() of a multi-threaded process aborts under " << weft::test::emulator();
   }
   EXPECT_TRUE(finishes_in_child(scenario));
@@ -953,9 +984,7 @@ TEST_P(flow_test, after_a_task_of_another_flow_is_rejected) {
     if (token.use_count() != 1) return child_failure("the rejected task's callable was destroyed");
     return 0;
   };
-  if (weft::test::emulator() != nullptr) {
-    // qemu-user 7.2 aborts in the child of a multi-threaded process
-    // (an assertion in its TCG), whatever the child runs.
+  if (fork_aborts()) {
     GTEST_SKIP() << "fork() of a multi-threaded process aborts under " << weft::test::emulator();
   }
   EXPECT_TRUE(finishes_in_child(scenario, 5));

@@ -1,28 +1,25 @@
 // pool_options::cpus (docs/control.md, "Pinning workers to CPUs"): worker i
-// runs on cpus[i % cpus.size()], checked with sched_getcpu() and the
+// runs on cpus[i % cpus.size()], checked with platform::current_cpu() and the
 // thread's affinity mask; CPUs the process may not use are refused before
 // any worker starts; weft::allowed_cpus(), weft::cpus_one_per_core() and
 // the cgroup v1 and v2 CPU quotas behind weft::available_parallelism().
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdlib.h>  // mkdtemp
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 #include <weft/detail/fault.hpp>
+#include <weft/detail/platform.hpp>
 #include <weft/detail/worker_start.hpp>
 #include <weft/weft.hpp>
 
@@ -32,22 +29,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The CPUs in the calling thread's affinity mask.
-std::vector<int> thread_mask() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(set), &set), 0);
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
+namespace platform = weft::detail::platform;
 
-// A CPU number below CPU_SETSIZE that this process may not use, if any.
+// The CPUs in the calling thread's affinity mask.
+std::vector<int> thread_mask() { return platform::thread_cpus(); }
+
+// One more than the largest CPU number pinning takes (Linux's CPU_SETSIZE).
+const int cpu_limit = platform::cpu_limit();
+
+// A CPU number below cpu_limit that this process may not use, if any.
 std::optional<int> forbidden_cpu() {
   const std::vector<int> allowed = weft::allowed_cpus();
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+  for (int cpu = 0; cpu < cpu_limit; ++cpu) {
     if (!std::binary_search(allowed.begin(), allowed.end(), cpu)) return cpu;
   }
   return std::nullopt;
@@ -75,7 +68,7 @@ std::vector<int> cpu_of_each_worker(weft::pool& pool) {
         }
         std::this_thread::yield();
       }
-      cpu[index].store(sched_getcpu());
+      cpu[index].store(platform::current_cpu());
     }));
   }
   for (auto& j : jobs) j.get();
@@ -104,7 +97,7 @@ TEST_P(pinning, worker_i_runs_on_cpus_i_round_robin) {
   {
     weft::pool pool{{.threads = n, .cpus = allowed, .on_worker_start = [&](std::size_t i) {
                        const std::vector<int> mask = thread_mask();
-                       const int cpu = sched_getcpu();
+                       const int cpu = platform::current_cpu();
                        const std::lock_guard lock{m};
                        masks[i] = mask;
                        hook_cpus[i] = cpu;
@@ -186,8 +179,8 @@ TEST(pinning_options, negative_and_too_large_cpu_numbers_are_refused) {
   std::atomic<int> started{0};
   std::string what = construction_error<weft::usage_error>({.threads = 2, .cpus = {-1}}, started);
   EXPECT_NE(what.find("pool_options::cpus[0] = -1 is not a CPU number"), std::string::npos) << what;
-  what = construction_error<weft::usage_error>({.cpus = {0, CPU_SETSIZE}}, started);
-  EXPECT_NE(what.find("cpus[1] = " + std::to_string(CPU_SETSIZE) + " is not a CPU number"),
+  what = construction_error<weft::usage_error>({.cpus = {0, cpu_limit}}, started);
+  EXPECT_NE(what.find("cpus[1] = " + std::to_string(cpu_limit) + " is not a CPU number"),
             std::string::npos)
       << what;
   EXPECT_EQ(started.load(), 0);
@@ -219,7 +212,7 @@ TEST(pinning_options, a_failed_pin_throws_system_error_after_stopping_every_work
     EXPECT_EQ(e.code(), std::errc::invalid_argument);
     const std::string what = e.what();
     EXPECT_NE(what.find("pool 'pinfail'"), std::string::npos) << what;
-    EXPECT_NE(what.find("pthread_setaffinity_np"), std::string::npos) << what;
+    EXPECT_NE(what.find(platform::pin_call()), std::string::npos) << what;
   }
   weft::detail::fault::failing_pins.store(0, std::memory_order_relaxed);
   // The worker whose pin failed ran no hook; the others were started and,
@@ -278,9 +271,13 @@ TEST(topology, parse_cpu_list) {
 class temp_tree {
  public:
   temp_tree() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "weft-tree-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::system_error(errno, std::generic_category());
-    dir_ = pattern;
+    // A fresh name (create_directory is false when it exists already).
+    std::random_device seed;
+    std::mt19937_64 random{(std::uint64_t{seed()} << 32U) | seed()};
+    for (;;) {
+      dir_ = std::filesystem::temp_directory_path() / ("weft-tree-" + std::to_string(random()));
+      if (std::filesystem::create_directory(dir_)) break;
+    }
   }
   ~temp_tree() {
     std::error_code ignored;

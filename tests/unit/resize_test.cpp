@@ -3,19 +3,20 @@
 // stays below size() for jobs started after the call, hooks and pinning
 // follow the workers, and bad calls are refused with usage_error.
 #include <gtest/gtest.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+#include <weft/detail/platform.hpp>
 #include <weft/weft.hpp>
 
 #include "support/support.hpp"
@@ -49,7 +50,8 @@ std::set<std::size_t> indexes_seen(weft::pool& pool, int jobs) {
   std::set<std::size_t> seen;
   for (int i = 0; i < jobs; ++i) {
     pool.spawn([&] {
-      std::this_thread::sleep_for(200us);
+      // 1 ms: Windows sleeps whole milliseconds, a shorter sleep none.
+      std::this_thread::sleep_for(1ms);
       std::lock_guard lock{m};
       seen.insert(weft::this_worker::index().value());
     });
@@ -66,7 +68,7 @@ TEST_P(resize_from, grows_and_shrinks_and_indexes_stay_below_size) {
   EXPECT_EQ(pool.size(), start);
   EXPECT_EQ(pool.max_size(), 8U);
   EXPECT_EQ(pool.slots(), 9U);
-  for (const std::size_t n : {8UL, 1UL, 3UL, start, 2UL, 8UL, 5UL}) {
+  for (const std::size_t n : std::initializer_list<std::size_t>{8, 1, 3, start, 2, 8, 5}) {
     pool.resize(n);
     EXPECT_EQ(pool.size(), n);
     EXPECT_EQ(pool.slots(), 9U) << "slots() is fixed for the pool's life";
@@ -238,7 +240,8 @@ TEST(resize, grown_workers_are_pinned_round_robin) {
   weft::pool pool{{.threads = 1, .max_threads = 4, .cpus = allowed}};
   pool.resize(4);
   for (std::size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(pool.submit_on(i, [] { return sched_getcpu(); }).get(), allowed[i % allowed.size()])
+    EXPECT_EQ(pool.submit_on(i, [] { return weft::detail::platform::current_cpu(); }).get(),
+              allowed[i % allowed.size()])
         << "worker " << i;
   }
 }

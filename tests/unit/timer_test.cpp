@@ -4,7 +4,6 @@
 // deadlines, exactly-once runs against cancel(), and that a pending timer
 // costs no CPU. Every test runs with 0 (sequential), 1, 2, 4 and 8 workers.
 #include <gtest/gtest.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -66,11 +65,7 @@ struct tracked {
   ~tracked() { alive->fetch_sub(1); }
 };
 
-std::chrono::nanoseconds process_cpu() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return std::chrono::seconds{ts.tv_sec} + std::chrono::nanoseconds{ts.tv_nsec};
-}
+std::chrono::nanoseconds process_cpu() { return weft::test::process_cpu_time(); }
 
 TEST_P(timer_test, spawn_after_runs_once_and_never_early) {
   weft::pool pool{options()};

@@ -1,13 +1,13 @@
 // Tracing (docs/tracing.md): what a traced pool writes. The file's structure
 // is checked by tests/trace/check_trace.py; these tests count what is in it.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -18,8 +18,20 @@
 
 namespace {
 
+// Unique per process (ctest runs the cases in parallel processes).
 std::string temp_path(const std::string& stem) {
-  return ::testing::TempDir() + "weft_trace_" + stem + "_" + std::to_string(::getpid()) + ".json";
+  static const unsigned tag = std::random_device{}();
+  return ::testing::TempDir() + "weft_trace_" + stem + "_" + std::to_string(tag) + ".json";
+}
+
+// Sets (or, with nullptr, removes) an environment variable; Windows has
+// _putenv_s, where an empty value removes it.
+bool set_env(const char* name, const char* value) {
+#ifdef _WIN32
+  return _putenv_s(name, value == nullptr ? "" : value) == 0;
+#else
+  return (value == nullptr ? ::unsetenv(name) : ::setenv(name, value, 1)) == 0;
+#endif
 }
 
 std::string read_file(const std::string& path) {
@@ -211,7 +223,7 @@ TEST(trace, a_sequential_pools_jobs_go_to_the_waiting_threads_track) {
 TEST(trace, weft_trace_names_the_file_and_numbers_later_pools) {
   const std::string path = temp_path("env");
   const std::string second = path.substr(0, path.size() - 5) + ".1.json";
-  ASSERT_EQ(::setenv("WEFT_TRACE", path.c_str(), 1), 0);
+  ASSERT_TRUE(set_env("WEFT_TRACE", path.c_str()));
   {
     weft::pool a{{.threads = 1, .name = "first"}};
     weft::pool b{{.threads = 1, .name = "second"}};
@@ -220,7 +232,7 @@ TEST(trace, weft_trace_names_the_file_and_numbers_later_pools) {
     a.submit([] {}).get();
     b.submit([] {}).get();
   }
-  ::unsetenv("WEFT_TRACE");
+  set_env("WEFT_TRACE", nullptr);
   EXPECT_NE(read_file(path).find("\"pool\":\"first\""), std::string::npos);
   EXPECT_NE(read_file(second).find("\"pool\":\"second\""), std::string::npos);
   weft::pool untraced{{.threads = 1}};

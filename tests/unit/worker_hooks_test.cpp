@@ -3,7 +3,6 @@
 // start before its first job and the stop after its last; their
 // exceptions; sequential mode, which has no workers and calls neither.
 #include <gtest/gtest.h>
-#include <pthread.h>
 
 #include <algorithm>
 #include <array>
@@ -19,6 +18,7 @@
 #include <thread>
 #include <utility>
 #include <vector>
+#include <weft/detail/platform.hpp>
 #include <weft/weft.hpp>
 
 #include "support/support.hpp"
@@ -26,6 +26,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+namespace platform = weft::detail::platform;
 
 // What the hooks saw, per worker index.
 struct record {
@@ -197,19 +198,15 @@ TEST_P(worker_hooks, a_start_hook_names_the_worker_thread) {
   const std::size_t n = GetParam();
   weft::pool pool{{.threads = n, .name = "hooked", .on_worker_start = [](std::size_t i) {
                      // weft has named it already.
-                     std::array<char, 16> name{};
-                     pthread_getname_np(pthread_self(), name.data(), name.size());
-                     EXPECT_EQ(std::string{name.data()}, "hooked-" + std::to_string(i));
-                     const std::string mine = "mine-" + std::to_string(i);
-                     pthread_setname_np(pthread_self(), mine.c_str());
+                     EXPECT_EQ(platform::thread_name(), "hooked-" + std::to_string(i));
+                     platform::name_this_thread("mine-" + std::to_string(i));
                    }}};
   std::mutex m;
   std::vector<std::string> names(n);
   thread_of_each_worker(pool, [&](std::size_t i) {
-    std::array<char, 16> name{};
-    pthread_getname_np(pthread_self(), name.data(), name.size());
+    std::string name = platform::thread_name();
     const std::lock_guard lock{m};
-    names[i] = name.data();
+    names[i] = std::move(name);
   });
   for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(names[i], "mine-" + std::to_string(i));
 }

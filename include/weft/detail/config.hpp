@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstddef>
 
+#include "weft/detail/platform.hpp"
+
 namespace weft::detail {
 
 // Separates data written by different threads. 64 bytes is the line size of
@@ -12,13 +14,7 @@ namespace weft::detail {
 inline constexpr std::size_t cache_line = 64;
 
 // Tells the CPU that this thread is in a spin-wait loop.
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__) || defined(__arm__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
+inline void cpu_relax() noexcept { platform::spin_hint(); }
 
 // Pause instructions between two looks at the queues (or a latch) while
 // spinning: a `pause` is 10 to 140 cycles depending on the CPU, so 8 keeps the

@@ -186,8 +186,10 @@ consteval bool valid_task() {
 
 // The successors the last multi-condition task this thread ran chose, in
 // range [0, its successor count), each once: written by call_node(), read at
-// once by graph_core::release_successors() on the same thread.
-inline thread_local std::vector<std::uint32_t> chosen_branches;
+// once by graph_core::release_successors() on the same thread. Defined in
+// src/graph/run.cpp, not inline: MinGW's GCC emits an inline thread_local's
+// TLS init function in every translation unit (a duplicate symbol).
+extern thread_local std::vector<std::uint32_t> chosen_branches;
 
 // One task: a job in the graph's stable storage. Fields written while the
 // graph is built are read-only during a run; `pending`, `skip` and `gate`

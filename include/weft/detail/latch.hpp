@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "weft/detail/platform.hpp"
+
 namespace weft::detail {
 
 // A binary permit owned by one thread (like LockSupport.park in Java). park()
@@ -45,10 +47,8 @@ class parker {
   }
 
   // The calling thread's own parker; it lives as long as the thread.
-  static parker& current() noexcept {
-    thread_local parker self;
-    return self;
-  }
+  // (platform::per_thread: its mutex outlives MinGW's emulated TLS.)
+  static parker& current() { return platform::per_thread<parker>(); }
 
  private:
   std::mutex mutex_;

@@ -17,9 +17,7 @@
 #include <utility>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
+#include "weft/detail/platform.hpp"
 
 namespace weft::detail {
 
@@ -144,18 +142,10 @@ class tracer {
   // A job's slice as recorded before its times are filled in.
   [[nodiscard]] const trace_record_words& job_record() const noexcept { return job_record_; }
 
-  // A timestamp for a record: the time-stamp counter where there is one
-  // (a fraction of steady_clock's cost; invariant on every x86-64 made
-  // since 2008), converted to nanoseconds when the file is written.
-  [[nodiscard]] static std::uint64_t now() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    return __rdtsc();
-#else
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
-#endif
-  }
+  // A timestamp for a record: the platform's cycle counter (rdtsc on x86,
+  // a fraction of steady_clock's cost), converted to nanoseconds when the
+  // file is written.
+  [[nodiscard]] static std::uint64_t now() noexcept { return platform::cycles(); }
 
   // Chrome trace event JSON (docs/tracing.md) of everything in the rings;
   // write_file throws std::system_error when the file cannot be written.

@@ -36,7 +36,7 @@ std::vector<int> one_per_core(const std::vector<int>& allowed, const std::string
 // and the mount points: empty for this system, a fake tree in tests.
 std::size_t cgroup_cpu_limit(const std::string& root);
 
-// Pins the calling thread to `cpu` (pthread_setaffinity_np); throws
+// Pins the calling thread to `cpu` (platform::pin_this_thread); throws
 // std::system_error if it fails, naming `what` (the worker and its pool).
 void pin_this_thread(int cpu, const std::string& what);
 
