@@ -127,13 +127,22 @@ class coro_promise_base {
     if (continuation_) return continuation_;
     if (join_ != nullptr) {
       coro_join_link* const j = join_;
+      // Read before the decrement: once it is done, the last child may
+      // resume the parent on another thread, and the parent may end the
+      // join (and reuse its memory for the next one) while we still run.
+      // Only the last child, whom the parent waits for, reads j after it.
+      coro_resume* const chain = j->chain;
+      const std::size_t count = j->count;
       // acq_rel: release publishes this child's result to whoever finishes
       // last; acquire, in the last one, sees every other child's (the
       // decrements form one release sequence). The last one resumes the
       // parent, which reads all results.
       const std::size_t left = j->pending.fetch_sub(1, std::memory_order_acq_rel) - 1;
       if (left == 0) return j->parent;
-      if (j->chain != nullptr) return next_in_chain(*j, left);
+      // A chained join runs on one thread, so its parent waits for this
+      // transfer: its slots are alive. Children finish in order, so with
+      // `left` of them to go the next one is count - left.
+      if (chain != nullptr) return chain[count - left].handle;
       return std::noop_coroutine();
     }
     // A start's root: completes its future, and frees this frame.
@@ -142,10 +151,6 @@ class coro_promise_base {
     return std::noop_coroutine();
   }
 
-  // A chained join's next child: children finish in order, so with `left`
-  // of them to go the next one is count - left.
-  static std::coroutine_handle<> next_in_chain(const coro_join_link& j, std::size_t left) noexcept;
-
   coro_root* root_ = nullptr;
   std::coroutine_handle<> continuation_;
   coro_join_link* join_ = nullptr;
@@ -153,11 +158,6 @@ class coro_promise_base {
   void* done_arg_ = nullptr;
   std::exception_ptr error_;
 };
-
-inline std::coroutine_handle<> coro_promise_base::next_in_chain(const coro_join_link& j,
-                                                                std::size_t left) noexcept {
-  return j.chain[j.count - left].handle;
-}
 
 // The value side: return_value() / return_void() and the result's storage.
 template <class T>
