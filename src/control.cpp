@@ -267,8 +267,9 @@ bool pool::paused() const noexcept {
 
 std::size_t pool::callables_in(detail::job* j) noexcept {
   if ((j->taken_flags() & detail::job_flags::batch) == 0) return 1;
-  static_assert(detail::fits_inline<batch_span>);
-  const batch_span& span = *detail::callable_of<batch_span>(static_cast<detail::heap_job*>(j));
+  static_assert(detail::fits_inline<detail::batch_span>);
+  const detail::batch_span& span =
+      *detail::callable_of<detail::batch_span>(static_cast<detail::heap_job*>(j));
   return span.hi - span.lo;
 }
 

@@ -18,34 +18,61 @@
 #include <utility>
 #include <vector>
 
+#include "detail/context.hpp"
+#include "detail/future_job.hpp"
 #include "detail/job.hpp"
+#include "detail/local.hpp"
+#include "detail/scheduler.hpp"
 #include "future.hpp"
 #include "pool.hpp"
 
-namespace weft {
+namespace weft::detail {
+
+// The shared part of a spawn_all batch's block (weft/batch.hpp).
+struct batch_block_base {
+  // job::flags of every piece: cancellable and the batch's purge stamp
+  // (scheduler::cancellable_flags(), read once for the batch), or 0 for callables
+  // that purge may not drop; and job_flags::batch.
+  std::uint32_t flags = 0;
+  // Pieces made and not yet finished; the last to finish frees the block.
+  std::atomic<std::size_t> pieces{1};
+};
+
+// The callable of a batch piece, whatever the batch's callable type: it
+// stands for the batch's callables [lo, hi).
+struct batch_span {
+  pool* owner;
+  batch_block_base* block;
+  std::size_t lo;
+  std::size_t hi;
+  // The index of the worker that made the piece, or no_maker: a piece that
+  // runs on another thread was stolen, and splits at once (weft/batch.hpp).
+  std::uint32_t maker;
+  static constexpr std::uint32_t no_maker = ~std::uint32_t{0};
+};
 
 // Counts, builds and then publishes the jobs of a batch. Until publish(),
 // a failure (std::bad_alloc, pool_closed, a callable's copy throwing)
 // undoes every job built so far, none of which has run: all or nothing.
 template <class Job>
-struct pool::batch_builder {
+struct batch_builder {
   pool& owner;
-  std::vector<ticket> tickets;
-  std::vector<detail::job*> jobs;
+  std::vector<scheduler::ticket> tickets;
+  std::vector<job*> jobs;
   bool published = false;
   // The flags of the batch's cancellable jobs: the purge_clock is read once
   // for the batch, not per job (by_1000 was 5-8% slower per job).
-  std::uint32_t flags = pool::cancellable_flags();
+  std::uint32_t flags = scheduler::cancellable_flags();
 
   explicit batch_builder(pool& p) noexcept : owner(p) {}
   batch_builder(const batch_builder&) = delete;
   batch_builder& operator=(const batch_builder&) = delete;
   ~batch_builder() {
     if (!published) {
-      for (detail::job* j : jobs) Job::undo(owner, j);
+      for (job* j : jobs) Job::undo(owner, j);
     }
     // The last touch of the pool by a thread that is not a worker.
-    for (const ticket& t : tickets) owner.end_submission(t);
+    for (const scheduler::ticket& t : tickets) scheduler::end_submission(owner, t);
   }
 
   void reserve(std::size_t n) {
@@ -57,7 +84,7 @@ struct pool::batch_builder {
   template <class F>
   void add(F&& f) {
     if (jobs.size() == jobs.capacity()) reserve(2 * jobs.size() + 16);
-    tickets.push_back(owner.count_spawn());  // within capacity: cannot throw
+    tickets.push_back(scheduler::count_spawn(owner));  // within capacity: cannot throw
     jobs.push_back(Job::make(owner, tickets.back(), std::forward<F>(f), flags));
   }
 
@@ -73,8 +100,8 @@ struct pool::batch_builder {
       if (size <= std::numeric_limits<std::uint32_t>::max()) {
         jobs.reserve(size);
         tickets.reserve(tickets.size() + 1);  // so that nothing throws once counted
-        tickets.push_back(owner.count_spawn(static_cast<std::uint32_t>(size)));
-        const ticket& t = tickets.back();
+        tickets.push_back(scheduler::count_spawn(owner, static_cast<std::uint32_t>(size)));
+        const scheduler::ticket& t = tickets.back();
         std::size_t made = 0;
         try {
           for (auto&& f : callables) {
@@ -85,7 +112,7 @@ struct pool::batch_builder {
           // Job::make counted its own job finished; the ones after it were
           // counted and will never be made.
           if (const std::size_t never = size - made - 1; never != 0) {
-            owner.count_finished(*t.cache, t.epoch, never);
+            scheduler::count_finished(owner, *t.cache, t.epoch, never);
           }
           throw;
         }
@@ -98,7 +125,7 @@ struct pool::batch_builder {
 
   void publish() noexcept {
     published = true;
-    const std::size_t pushed = owner.push_many(jobs.data(), jobs.size());
+    const std::size_t pushed = scheduler::publish(owner, jobs.data(), jobs.size());
     // Out of memory for a queue: the jobs run here, in order.
     for (std::size_t i = pushed; i < jobs.size(); ++i) jobs[i]->run(jobs[i]);
   }
@@ -106,32 +133,32 @@ struct pool::batch_builder {
 
 // spawn_all's jobs: detached calls, as spawn() makes.
 template <class F>
-struct pool::spawn_batch_job {
-  using call = detached_call<F>;
+struct spawn_batch_job {
+  using call = scheduler::detached_call<F>;
   template <class G>
-  static detail::job* make(pool& p, const ticket& t, G&& g, std::uint32_t flags) {
-    detail::heap_job* j = nullptr;
+  static job* make(pool& p, const scheduler::ticket& t, G&& g, std::uint32_t flags) {
+    heap_job* j = nullptr;
     try {
-      j = p.allocate_job(*t.cache);
+      j = scheduler::allocate_job(p, *t.cache);
     } catch (...) {
-      p.count_finished(*t.cache, t.epoch, 1);
+      scheduler::count_finished(p, *t.cache, t.epoch, 1);
       throw;
     }
     j->epoch = t.epoch;
     try {
-      detail::construct_callable<call>(j, &p, std::forward<G>(g));
+      construct_callable<call>(j, &p, std::forward<G>(g));
     } catch (...) {
-      p.discard(j);
+      scheduler::discard(p, j);
       throw;
     }
-    j->run = &run_posted<call>;
+    j->run = scheduler::run_posted<call>();
     if constexpr (call::cancellable) j->flags = flags;
     return j;
   }
-  static void undo(pool& p, detail::job* base) noexcept {
-    auto* j = static_cast<detail::heap_job*>(base);
-    detail::destroy_callable<call>(j);
-    p.discard(j);
+  static void undo(pool& p, job* base) noexcept {
+    auto* j = static_cast<heap_job*>(base);
+    destroy_callable<call>(j);
+    scheduler::discard(p, j);
   }
 };
 
@@ -139,7 +166,7 @@ struct pool::spawn_batch_job {
 // made. Each is destroyed as soon as it has run or been dropped, by the
 // piece that covers it; the last piece to finish frees the array.
 template <class F>
-struct pool::batch_block : batch_block_base {
+struct batch_block : batch_block_base {
   F* items;
   std::size_t capacity;
   std::size_t size = 0;  // made
@@ -198,41 +225,39 @@ struct pool::batch_block : batch_block_base {
 // and a purge begun since the batch was made (the rest is dropped). Off the
 // workers (sequential mode, a helping thread) it runs [lo, hi) whole.
 template <class F>
-struct pool::batch_piece : batch_span {
+struct batch_piece : batch_span {
   using items = batch_block<F>;
-  static constexpr bool cancellable = detached_call<F>::cancellable;
+  static constexpr bool cancellable = scheduler::detached_call<F>::cancellable;
 
   batch_piece(pool* p, items* b, std::size_t from, std::size_t to, std::uint32_t by) noexcept
       : batch_span{p, b, from, to, by} {}
 
-  // job::flags of every piece of the batch (pool::fill_posted()).
+  // job::flags of every piece of the batch (scheduler::fill_posted()).
   [[nodiscard]] std::uint32_t job_flags() const noexcept { return block->flags; }
 
-  no_epilogue operator()() noexcept {
+  scheduler::no_epilogue operator()() noexcept {
     pool& p = *owner;
     items& b = *static_cast<items*>(this->block);
-    detail::worker* self = p.on_own_worker() ? detail::tls.self : nullptr;
+    worker* self = scheduler::on_worker_of(p) ? tls.self : nullptr;
     if (self != nullptr && maker != self->index) split_spine(p, *self, b);
     std::size_t ran = 0;
     for (std::size_t i = lo; i < hi; ++i) {
       // Relaxed: hints, as in find_work(); a pause or a purge that comes just
       // after the load is one callable late, as it is for a job taken just
       // before it.
-      if (p.attention_.load(std::memory_order_relaxed) >= paused_weight && self != nullptr &&
-          hold_rest(p, *self, b, i)) [[unlikely]] {
+      if (scheduler::maybe_paused(p) && self != nullptr && hold_rest(p, *self, b, i)) [[unlikely]] {
         break;
       }
-      if (made_before_a_purge(b.flags, p.last_purge_.load(std::memory_order_relaxed)))
-          [[unlikely]] {
+      if (scheduler::purged_since(p, b.flags)) [[unlikely]] {
         drop(p, b, i, hi);
         hi = i;
         break;
       }
-      if (self != nullptr && hi - i > 1 && p.sleep_.someone_idle() &&
+      if (self != nullptr && hi - i > 1 && scheduler::someone_idle(p) &&
           self->deque.private_size() == 0 && self->deque.empty()) {
         // Keep [i, mid), hand over [mid, hi).
         const std::size_t mid = i + (hi - i) / 2;
-        if (detail::heap_job* j = p.make_piece(*self, b, mid, hi)) {
+        if (heap_job* j = make_piece(p, *self, b, mid, hi)) {
           hi = mid;
           queue(p, j);
         }
@@ -240,21 +265,21 @@ struct pool::batch_piece : batch_span {
       try {
         b.items[i]();
       } catch (...) {
-        p.report_error(std::current_exception());
+        scheduler::report_error(p, std::current_exception());
       }
       std::destroy_at(b.items + i);
       ++ran;
     }
     // Each callable counts as a job in the worker's stats; the piece was
     // counted as one when the worker took it.
-    if (self != nullptr && ran > 1) detail::worker::bump(self->counts.jobs, ran - 1);
+    if (self != nullptr && ran > 1) worker::bump(self->counts.jobs, ran - 1);
     release(b);
     return {};
   }
 
   // Dropped from a queue (purge(), or a worker that took it just as its
   // pool was paused): none of its callables runs.
-  no_epilogue cancel() noexcept {
+  scheduler::no_epilogue cancel() noexcept {
     items& b = *static_cast<items*>(this->block);
     // cancelled_at_start() counted the piece as one.
     drop(*owner, b, lo + 1, hi);
@@ -264,32 +289,31 @@ struct pool::batch_piece : batch_span {
   }
 
  private:
-  void split_spine(pool& p, detail::worker& self, items& b) noexcept {
-    std::array<detail::job*, std::numeric_limits<std::size_t>::digits> made{};
+  void split_spine(pool& p, worker& self, items& b) noexcept {
+    std::array<job*, std::numeric_limits<std::size_t>::digits> made{};
     std::size_t k = 0;
     for (std::size_t left = std::bit_width(p.size()); left > 0 && hi - lo > 1; --left) {
       const std::size_t mid = lo + (hi - lo) / 2;
-      detail::heap_job* j = p.make_piece(self, b, mid, hi);
+      heap_job* j = make_piece(p, self, b, mid, hi);
       if (j == nullptr) break;
       made[k++] = j;
       hi = mid;
     }
     // The farthest half first: thieves take the oldest.
-    const std::size_t pushed = p.push_many(made.data(), k);
+    const std::size_t pushed = scheduler::publish(p, made.data(), k);
     // No memory for the deque to grow: they run here.
     for (std::size_t m = pushed; m < k; ++m) made[m]->run(made[m]);
   }
 
   // Queues a piece made by this worker in its deque, where idle workers
   // find it; with no memory for the deque to grow, it runs here.
-  static void queue(pool& p, detail::job* j) noexcept {
-    if (p.push_many(&j, 1) == 0) j->run(j);
+  static void queue(pool& p, job* j) noexcept {
+    if (scheduler::publish(p, &j, 1) == 0) j->run(j);
   }
 
   static void drop(pool& p, items& b, std::size_t from, std::size_t to) noexcept {
     if (from >= to) return;
-    // Relaxed: a counter (stats()).
-    p.cancelled_.fetch_add(to - from, std::memory_order_relaxed);
+    scheduler::count_cancelled(p, to - from);
     std::destroy(b.items + from, b.items + to);
   }
 
@@ -298,12 +322,12 @@ struct pool::batch_piece : batch_span {
   // the pool was paused is held (hold_if_paused(), which also drops it if a
   // purge missed it). Returns false when there is no memory for that piece;
   // the rest then runs here, as a job that cannot be held back does.
-  bool hold_rest(pool& p, detail::worker& self, items& b, std::size_t i) noexcept {
-    detail::heap_job* j = p.make_piece(self, b, i, hi);
+  bool hold_rest(pool& p, worker& self, items& b, std::size_t i) noexcept {
+    heap_job* j = make_piece(p, self, b, i, hi);
     if (j == nullptr) return false;
     hi = i;
     // Resumed meanwhile: it runs here after all.
-    if (detail::job* back = p.hold_if_paused(j, p.injector_)) back->run(back);
+    if (job* back = scheduler::hold_if_paused(p, j)) back->run(back);
     return true;
   }
 
@@ -315,58 +339,67 @@ struct pool::batch_piece : batch_span {
   }
 };
 
+// A piece for [lo, hi) of b, made and counted by self (the calling
+// thread's worker of p), not yet queued; nullptr when there is no memory for
+// it.
 template <class F>
-detail::heap_job* pool::make_piece(detail::worker& self, batch_block<F>& b, std::size_t lo,
-                                   std::size_t hi) noexcept {
+heap_job* make_piece(pool& p, worker& self, batch_block<F>& b, std::size_t lo,
+                     std::size_t hi) noexcept {
   using piece = batch_piece<F>;
-  static_assert(detail::fits_inline<piece> && std::is_standard_layout_v<piece>,
-                "a piece's callable is read as a batch_span (callables_in())");
-  detail::heap_job* j = nullptr;
+  static_assert(fits_inline<piece> && std::is_standard_layout_v<piece>,
+                "a piece's callable is read as a batch_span (pool::callables_in())");
+  heap_job* j = nullptr;
   try {
     j = self.cache.allocate();
   } catch (...) {
     return nullptr;
   }
-  j->epoch = count_own_spawn(self);
+  j->epoch = local::count_own_spawn(p, self);
   // Cannot throw: a piece's constructor is noexcept.
-  fill_posted<piece>(j, this, &b, lo, hi, static_cast<std::uint32_t>(self.index));
+  scheduler::fill_posted<piece>(p, j, &p, &b, lo, hi, static_cast<std::uint32_t>(self.index));
   // Relaxed: the caller's own piece keeps the block alive; the new piece
   // reaches other threads through a queue, which publishes it.
   b.pieces.fetch_add(1, std::memory_order_relaxed);
   return j;
 }
 
+// Queues the first piece of a whole batch; the batch is the piece's once
+// it returns.
 template <class F>
-void pool::post_batch(typename batch_block<F>::unsent& batch) {
+void post_batch(pool& p, typename batch_block<F>::unsent& batch) {
   using piece = batch_piece<F>;
   batch_block<F>& b = *batch.b;
-  b.flags = detail::job_flags::batch | (piece::cancellable ? cancellable_flags() : 0);
-  post<piece>(this, &b, std::size_t{0}, b.size, batch_span::no_maker);
+  b.flags = job_flags::batch | (piece::cancellable ? scheduler::cancellable_flags() : 0);
+  scheduler::post<piece>(p, &p, &b, std::size_t{0}, b.size, batch_span::no_maker);
   batch.b = nullptr;  // the piece's now (it may have run and freed it already)
 }
 
 // submit_all's jobs: the states of futures, as submit() makes.
 template <class F>
-struct pool::submit_batch_job {
-  using state = detail::future_job<std::invoke_result_t<F&>, F>;
+struct submit_batch_job {
+  using state = future_job<std::invoke_result_t<F&>, F>;
   // `flags` unused: a future's state stamps itself (future_job).
   template <class G>
-  static detail::job* make(pool& p, const ticket& t, G&& g, std::uint32_t /*flags*/) {
+  static job* make(pool& p, const scheduler::ticket& t, G&& g, std::uint32_t /*flags*/) {
     try {
-      return p.make_state<state>(t, std::forward<G>(g));
+      return scheduler::make_state<state>(p, t, std::forward<G>(g));
     } catch (...) {
-      p.count_finished(*t.cache, t.epoch, 1);
+      scheduler::count_finished(p, *t.cache, t.epoch, 1);
       throw;
     }
   }
-  static void undo(pool& p, detail::job* base) noexcept {
+  static void undo(pool& p, job* base) noexcept {
     auto* s = static_cast<state*>(base);
-    detail::job_cache& counted = *s->counted;
+    job_cache& counted = *s->counted;
     const unsigned epoch = s->epoch;
     state::destroy_job(s);
-    p.count_finished(counted, epoch, 1);
+    scheduler::count_finished(p, counted, epoch, 1);
   }
 };
+
+}  // namespace weft::detail
+
+namespace weft {
 
 template <class Range>
 void pool::spawn_all(Range&& callables) {
@@ -384,15 +417,15 @@ void pool::spawn_all(Range&& callables) {
     if constexpr (std::ranges::sized_range<Range>) {
       const auto n = static_cast<std::size_t>(std::ranges::size(callables));
       if (n >= batch_block_min) {
-        using block = batch_block<F>;
+        using block = detail::batch_block<F>;
         typename block::unsent batch{block::make(std::forward<Range>(callables), n)};
-        if (batch.b->size != 0) post_batch<F>(batch);
+        if (batch.b->size != 0) detail::post_batch<F>(*this, batch);
         return;
       }
     }
     // A small batch, or a range that does not know its size (a filter
     // view): a job per callable, all published at once.
-    batch_builder<spawn_batch_job<F>> jobs{*this};
+    detail::batch_builder<detail::spawn_batch_job<F>> jobs{*this};
     jobs.add_all(std::forward<Range>(callables));
     jobs.publish();
   }
@@ -406,7 +439,7 @@ auto pool::submit_all(Range&& callables) {
   check_callable<F>();
   if constexpr (std::is_invocable_v<F&>) {
     using R = std::invoke_result_t<F&>;
-    using job = submit_batch_job<F>;
+    using job = detail::submit_batch_job<F>;
     if (bounded_here()) {
       // Under a bound each job takes its slot (or meets the policy) alone.
       std::vector<future<R>> futures;
@@ -416,7 +449,7 @@ auto pool::submit_all(Range&& callables) {
       }
       return futures;
     }
-    batch_builder<job> batch{*this};
+    detail::batch_builder<job> batch{*this};
     batch.add_all(std::forward<Range>(callables));
     std::vector<future<R>> futures;
     futures.reserve(batch.jobs.size());  // before publishing: the last that may throw

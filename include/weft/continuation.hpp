@@ -22,6 +22,7 @@
 #include "detail/context.hpp"
 #include "detail/job.hpp"
 #include "detail/latch.hpp"
+#include "detail/scheduler.hpp"
 #include "detail/visit.hpp"
 #include "errors.hpp"
 #include "future.hpp"
@@ -35,27 +36,29 @@ using when_all_result_t = std::conditional_t<std::is_void_v<T>, void, std::vecto
 
 namespace detail {
 
-// The pool's accounting, for the jobs below.
+// The pool's accounting for the jobs below, through the scheduler's door.
 struct continuation_access {
   // Counts one job for the calling thread, as submit() does; the guard ends
   // the submission (the caller's last touch of the pool) when it goes.
   struct counted {
     pool& owner;
-    pool::ticket ticket;
-    explicit counted(pool& p) : owner(p), ticket(p.count_spawn()) {}
+    scheduler::ticket ticket;
+    explicit counted(pool& p) : owner(p), ticket(scheduler::count_spawn(p)) {}
     counted(const counted&) = delete;
     counted& operator=(const counted&) = delete;
-    ~counted() { owner.end_submission(ticket); }
+    ~counted() { scheduler::end_submission(owner, ticket); }
   };
-  static std::size_t push(pool& p, job* j) noexcept { return p.push_many(&j, 1); }
+  static std::size_t push(pool& p, job* j) noexcept { return scheduler::publish(p, &j, 1); }
   static void count_finished(pool& p, job_cache& c, unsigned epoch) noexcept {
-    p.count_job_finished(c, epoch);
+    scheduler::count_job_finished(p, c, epoch);
   }
-  static void uncount(pool& p, const pool::ticket& t) noexcept {
-    p.count_finished(*t.cache, t.epoch, 1);
+  static void uncount(pool& p, const scheduler::ticket& t) noexcept {
+    scheduler::count_finished(p, *t.cache, t.epoch, 1);
   }
-  static void report_error(pool& p, std::exception_ptr e) noexcept { p.report_error(std::move(e)); }
-  static std::uint32_t life(const pool& p) noexcept { return p.life(); }
+  static void report_error(pool& p, std::exception_ptr e) noexcept {
+    scheduler::report_error(p, std::move(e));
+  }
+  static std::uint32_t life(const pool& p) noexcept { return scheduler::life(p); }
 };
 
 // Counts one job, as `counted` does, on the pool of the future whose state is

@@ -54,8 +54,7 @@ class timer_service;  // src/timer.cpp
 void stop_timers(timer_service* s, bool release) noexcept;
 template <class R, class F>
 struct future_job;
-struct continuation_access;  // then, when_all, when_any (continuation.hpp)
-class worker_start;          // pinning and on_worker_start (detail/worker_start.hpp)
+class worker_start;  // pinning and on_worker_start (detail/worker_start.hpp)
 }  // namespace detail
 
 /// A work-stealing pool of worker threads: the scheduler every job of weft
@@ -306,38 +305,15 @@ class pool {
   timer spawn_every(const std::chrono::duration<Rep, Period>& period, F&& f);
 
  private:
-  friend struct detail::continuation_access;
   friend class job;  // runs or drops a job handed to an overflow callable
-  // Batches (weft/batch.hpp): the builder of a job per callable (submit_all,
-  // and spawn_all below batch_block_min) and its two kinds of jobs.
-  template <class Job>
-  struct batch_builder;
-  template <class F>
-  struct spawn_batch_job;
-  template <class F>
-  struct submit_batch_job;
-  // spawn_all's callables live in one block, for a range that knows its
-  // size and has at least batch_block_min of them; jobs of one layout, each
-  // a span of them, run them and split when a worker is idle. Below that, a
-  // block's allocation and splits cost more than they save: batches of 10
-  // were 1.22-1.27x slower that way (batches/1000000_by_10/spawn_all), those
-  // of 16 to 128 1.4-2.5x faster (a test program, 1,000,000 empty jobs).
+  // spawn_all's callables live in one block (weft/batch.hpp), for a range
+  // that knows its size and has at least batch_block_min of them; jobs of
+  // one layout, each a span of them, run them and split when a worker is
+  // idle. Below that, a block's allocation and splits cost more than they
+  // save: batches of 10 were 1.22-1.27x slower that way
+  // (batches/1000000_by_10/spawn_all), those of 16 to 128 1.4-2.5x faster (a
+  // test program, 1,000,000 empty jobs).
   static constexpr std::size_t batch_block_min = 32;
-  struct batch_block_base;
-  template <class F>
-  struct batch_block;
-  struct batch_span;
-  template <class F>
-  struct batch_piece;
-  // A piece for [lo, hi) of b, made and counted by self, not yet queued
-  // (nullptr when there is no memory for it).
-  template <class F>
-  detail::heap_job* make_piece(detail::worker& self, batch_block<F>& b, std::size_t lo,
-                               std::size_t hi) noexcept;
-  // Queues the first piece of a whole batch; the batch is the piece's once
-  // it returns.
-  template <class F>
-  void post_batch(typename batch_block<F>::unsent& batch);
   // Advances the purge_clock and last_purge_ as purge() begins.
   void begin_purge();
   // How many callables a queued job stands for: a batch piece's span, else 1.
@@ -347,10 +323,6 @@ class pool {
   // (detail/scheduler.hpp from any thread, detail/local.hpp on a worker).
   friend struct detail::scheduler;
   friend struct detail::local;
-  template <class R, class F>
-  friend struct detail::future_job;
-  template <class R>
-  friend class future;
 
   // Where a job is queued: for any worker (its deque, a lane or the
   // injector, as push() chooses), a priority queue, or one worker's mailbox
@@ -1267,29 +1239,6 @@ class pool {
 /// options, destroyed at exit.
 pool& default_pool();
 
-// The shared part of a spawn_all batch's block (weft/batch.hpp).
-struct pool::batch_block_base {
-  // job::flags of every piece: cancellable and the batch's purge stamp
-  // (pool::cancellable_flags(), read once for the batch), or 0 for callables
-  // that purge may not drop; and job_flags::batch.
-  std::uint32_t flags = 0;
-  // Pieces made and not yet finished; the last to finish frees the block.
-  std::atomic<std::size_t> pieces{1};
-};
-
-// The callable of a batch piece, whatever the batch's callable type: it
-// stands for the batch's callables [lo, hi).
-struct pool::batch_span {
-  pool* owner;
-  batch_block_base* block;
-  std::size_t lo;
-  std::size_t hi;
-  // The index of the worker that made the piece, or no_maker: a piece that
-  // runs on another thread was stolen, and splits at once (weft/batch.hpp).
-  std::uint32_t maker;
-  static constexpr std::uint32_t no_maker = ~std::uint32_t{0};
-};
-
 // ---------------------------------------------------------------------------
 
 template <class F>
@@ -1657,14 +1606,7 @@ bool pool::hand_off(Body&& body) {
   return true;
 }
 
-// ---------------------------------------------------------------------------
-// future support, defined here because it needs the complete pool.
-
 namespace detail {
-
-// The exception a dropped job's future holds (job_cancelled; std::bad_alloc's
-// if there is no memory for that).
-std::exception_ptr cancelled_error() noexcept;
 
 // Gives back block b of `from`, whose state has been destroyed: to the free
 // list of the cache's owner when that is the calling thread (a worker letting
@@ -1677,79 +1619,6 @@ inline void release_state_block(state_slab* from, state_block* b) noexcept {
   }
   from->release(b);
 }
-
-template <class R, class F>
-struct future_job final : future_state<R> {
-  template <class G>
-  future_job(pool* owner, G&& g) {
-    fn.emplace(std::forward<G>(g));
-    this->run = &run_job;
-    this->flags = pool::cancellable_flags();
-    this->owner = owner;
-    this->owner_life = owner->life();
-    this->destroy = &destroy_job;
-  }
-
-  static void run_job(job* base) noexcept {
-    auto* self = static_cast<future_job*>(base);
-    pool* owner = self->owner;
-    job_cache& counted = *self->counted;
-    const unsigned epoch = self->epoch;
-    // Dropped before it started (purge(), weft::job): the future throws.
-    const bool dropped = pool::cancelled_at_start(owner, self);
-    if (dropped) [[unlikely]] {
-      self->error = cancelled_error();
-      self->fn.reset();
-    } else {
-      // Marked with the state, so that future::wait() recognises a wait
-      // for it from inside it.
-      const running_scope running{owner, epoch, static_cast<future_state<R>*>(self)};
-      try {
-        // NOLINTBEGIN(bugprone-unchecked-optional-access): engaged until here
-        if constexpr (std::is_void_v<R>) {
-          (*self->fn)();
-          self->value.emplace();
-        } else {
-          self->value.emplace((*self->fn)());
-        }
-        // NOLINTEND(bugprone-unchecked-optional-access)
-      } catch (...) {
-        self->error = std::current_exception();
-      }
-      // The callable and its captures go before the future can see the
-      // result, so their destructors never run after get() returned.
-      self->fn.reset();
-    }
-    // Once the latch is set the future may take the result and go away. If
-    // our release is the last one, the future was dropped unread: its
-    // exception then goes to the pool's error path.
-    self->done.set();
-    if (self->drop()) {
-      // Nobody wanted the result of a dropped job: no error either.
-      if (self->error && !dropped) owner->report_error(self->error);
-      destroy_job(self);
-    }
-    // Last: the pool may be destroyed once the job counts as finished.
-    owner->count_job_finished(counted, epoch);
-  }
-
-  // Whoever lets go of the state last, on any thread (also after the pool
-  // is gone: the slab outlives it as long as it has blocks out).
-  static void destroy_job(future_state<R>* s) noexcept {
-    auto* self = static_cast<future_job*>(s);
-    state_slab* const from = self->slab;
-    if (from == nullptr) {
-      delete self;
-      return;
-    }
-    void* const memory = self;
-    self->~future_job();
-    release_state_block(from, std::launder(static_cast<state_block*>(memory)));
-  }
-
-  state_slab* slab = nullptr;  // where the state's block came from; nullptr: new
-  std::optional<F> fn;         // reset once it has run
-};
 
 }  // namespace detail
 
@@ -1806,41 +1675,15 @@ future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(destination 
   return future<R>(s);
 }
 
-template <class R>
-void future<R>::wait() const {
-  if (state_ == nullptr) {
-    throw usage_error(
-        "weft::future::wait/get: the future is empty (default-constructed, moved from, or its "
-        "get() was already called); keep the future returned by pool::submit and call get() once");
-  }
-  if (!state_->done.is_set()) {
-    if (detail::waits_for_itself(state_)) {
-      throw usage_error(
-          "weft::future::wait/get: called from inside the work this future stands for (its own "
-          "job, or a task of the graph whose run it is), which could then never finish; wait for "
-          "it from outside that work");
-    }
-    state_->owner->await(state_->done);
-  }
-}
-
-template <class R>
-std::future_status future<R>::wait_until_steady(
-    std::chrono::steady_clock::time_point deadline) const {
-  if (state_ == nullptr) {
-    throw usage_error(
-        "weft::future::wait_for/wait_until: the future is empty (default-constructed, moved "
-        "from, or its get() was already called); keep the future returned by pool::submit");
-  }
-  if (state_->done.is_set()) return std::future_status::ready;
-  if (std::chrono::steady_clock::now() >= deadline) return std::future_status::timeout;
-  return state_->owner->await_until(state_->done, deadline) ? std::future_status::ready
-                                                            : std::future_status::timeout;
-}
-
 }  // namespace weft
 
-// Continuations, future collections, batches and timers need the complete pool.
-#include "batch.hpp"         // IWYU pragma: export
-#include "continuation.hpp"  // IWYU pragma: export
-#include "timer.hpp"         // IWYU pragma: export
+// The two doors first, whichever header a program included first: the
+// front ends below reach the pool through them.
+#include "detail/local_door.hpp"      // IWYU pragma: export
+#include "detail/scheduler_door.hpp"  // IWYU pragma: export
+// The front ends pool.hpp exports: futures' jobs, batches, continuations and
+// future collections, timers.
+#include "batch.hpp"              // IWYU pragma: export
+#include "continuation.hpp"       // IWYU pragma: export
+#include "detail/future_job.hpp"  // IWYU pragma: export
+#include "timer.hpp"              // IWYU pragma: export

@@ -138,15 +138,7 @@ std::size_t graph_core::end_subflow_of(graph_node* n) {
 
 graph_node* graph_core::add_placeholder() {
   check_idle("add a task to");
-  graph_node* n = make_node(node_kind::placeholder);
-  try {
-    sources_.push_back(n);
-  } catch (...) {
-    n->~graph_node();
-    throw;
-  }
-  added(n);
-  return n;
+  return enlist(make_node(node_kind::placeholder), [] {});
 }
 
 graph_node* graph_core::add_module(graph& other) {

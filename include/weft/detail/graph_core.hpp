@@ -94,9 +94,17 @@ class graph_core {
   graph_node* add_node(node_kind k, F&& f) {
     check_idle("add a task to");
     graph_node* n = make_node(k);
-    try {
+    return enlist(n, [&] {
       if (k == node_kind::subflow) make_subflow_slot(n);
       store_callable<C, R>(n, std::forward<F>(f));
+    });
+  }
+  // Completes n, just made, with fill() and adds it to the graph as a source;
+  // if that throws, n is destroyed and the graph is as it was.
+  template <class Fill>
+  graph_node* enlist(graph_node* n, Fill&& fill) {
+    try {
+      fill();
       sources_.push_back(n);
     } catch (...) {
       n->~graph_node();
