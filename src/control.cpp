@@ -486,69 +486,21 @@ void pool::rescue_mail(std::size_t i) noexcept {
 // ---------------------------------------------------------------------------
 // Bounded submission
 
-pool::admission pool::admit(bool bound) {
-  // A job for one worker (spawn_on, submit_on) runs on that worker only:
-  // run_here would run it on this thread, and a callable could only run it
-  // here or keep it to run on some other thread later. So it waits for
-  // room as with block; reject still throws, which runs it nowhere.
-  const bool waits =
-      on_full_.handler_ == nullptr
-          ? on_full_.kind_ == overflow::block || (bound && on_full_.kind_ == overflow::run_here)
-          : bound;
-  std::size_t n = queued_.load(std::memory_order_relaxed);
-  bool counted = false;
-  for (;;) {
-    while (n < capacity_) {
-      // Relaxed: a slot is a count; the queue publishes the job.
-      if (queued_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) {
-        return admission::slot;
-      }
-    }
-    // Relaxed: a counter (stats()); once per submission, however long it
-    // blocks.
-    if (!std::exchange(counted, true)) overflowed_.fetch_add(1, std::memory_order_relaxed);
-    if (waits) {
-      std::unique_lock lock{room_mutex_};
-      // seq_cst: a Dekker pair with release_slot(): either it sees us
-      // blocked and notifies, or our check below sees its decrement.
-      blocked_.fetch_add(1, std::memory_order_seq_cst);
-      room_cv_.wait(lock, [&] { return queued_.load(std::memory_order_seq_cst) < capacity_; });
-      blocked_.fetch_sub(1, std::memory_order_relaxed);
-      n = queued_.load(std::memory_order_relaxed);
-      continue;
-    }
-    if (on_full_.handler_ != nullptr) return admission::hand_over;
-    if (on_full_.kind_ == overflow::run_here) return admission::run_here;
-    throw queue_full("weft: pool '" + name_ + "' already holds " + std::to_string(capacity_) +
-                     " submitted jobs not yet started (pool_options::capacity) and its policy is "
-                     "overflow::reject; retry later, or choose block or run_here");
-  }
-}
-
-void pool::release_slot() noexcept {
-  // seq_cst: see admit().
-  queued_.fetch_sub(1, std::memory_order_seq_cst);
-  if (blocked_.load(std::memory_order_seq_cst) == 0) return;
-  // Under the lock: orders us against a submitter between its check and
-  // its wait.
-  { std::lock_guard lock{room_mutex_}; }
-  room_cv_.notify_one();
-}
-
 void pool::dispatch_bounded(detail::job* j, destination d) {
   if (in_own_job()) {
     // A job of ours that had to wait for room could wait for itself.
     push_to(j, d);
     return;
   }
-  switch (admit(d.kind == destination::mailbox)) {
+  using admission = detail::bound::admission;
+  switch (bound_.admit(d.kind == destination::mailbox, counters_, name_)) {
     case admission::slot:
       j->flags |= detail::job_flags::throttled;
       try {
         push_to(j, d);
       } catch (...) {
         j->flags &= ~detail::job_flags::throttled;
-        release_slot();
+        bound_.release();
         throw;
       }
       return;
@@ -557,7 +509,7 @@ void pool::dispatch_bounded(detail::job* j, destination d) {
       return;
     case admission::hand_over:
       try {
-        on_full_.handler_(job{this, j});
+        bound_.hand_over(job{this, j});
       } catch (...) {
         // The job is the callable's now (dropped, if it still held it):
         // the exception goes where a job's would.

@@ -37,23 +37,6 @@ void name_thread(const std::string& base, std::size_t index) {
   detail::platform::name_this_thread(base + "-" + std::to_string(index));
 }
 
-// Exceptions of detached jobs (and stop hooks) that no wait() rethrew, at
-// the pool's end.
-void print_unrethrown(const std::string& pool_name, const std::deque<std::exception_ptr>& errors) {
-  if (errors.empty()) return;
-  std::string what = "a non-standard exception";
-  try {
-    std::rethrow_exception(errors.front());
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
-  }
-  std::fprintf(stderr,
-               "weft: pool '%s' was destroyed with %zu exception(s) of detached jobs or worker "
-               "hooks that no wait() rethrew; the first: %s\n",
-               pool_name.c_str(), errors.size(), what.c_str());
-}
-
 std::uint64_t next_random(std::uint64_t& state) noexcept {
   // xorshift64: cheap, and good enough to spread steal attempts.
   state ^= state << 13;
@@ -83,13 +66,6 @@ void report_unretrieved(const std::exception_ptr& error) noexcept {
 
 namespace {
 
-// steady_clock in nanoseconds (worker idle time, stats()).
-std::uint64_t steady_ns() noexcept {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
-}
-
 std::uint64_t next_pool_id() noexcept {
   static std::atomic<std::uint64_t> last{0};
   // Relaxed: only uniqueness matters.
@@ -102,12 +78,11 @@ pool::pool(pool_options options)
     : id_(next_pool_id()),
       name_(std::move(options.name)),
       waiters_help_(options.waiters_help),
-      on_error_(std::move(options.on_error)),
       on_worker_stop_(std::move(options.on_worker_stop)),
       cpus_(options.cpus),
       on_worker_start_(options.on_worker_start),
-      capacity_(options.capacity),
-      on_full_(std::move(options.on_full)) {
+      bound_(options.capacity, std::move(options.on_full)),
+      errors_(std::move(options.on_error)) {
   // Checks cpus before any thread starts (src/worker_start.cpp).
   detail::worker_start start{options.threads, cpus_, on_worker_start_, name_};
   const std::size_t threads = start.workers();
@@ -138,7 +113,7 @@ pool::pool(pool_options options)
     }
     tracer_ = std::make_unique<detail::tracer>(slots, options.trace_records, std::move(path));
   }
-  if (capacity_ != 0 && threads == 0) {
+  if (bound_.limited() && threads == 0) {
     throw usage_error(
         "weft::pool: pool_options::capacity needs worker threads; a sequential pool "
         "(threads = 0) starts no job before a wait, so a full one could never make room");
@@ -175,8 +150,7 @@ pool::pool(pool_options options)
     for (auto& w : workers_) {
       if (w->thread.joinable()) w->thread.join();
     }
-    std::lock_guard lock{errors_mutex_};
-    print_unrethrown(name_, errors_);  // what stop hooks threw
+    errors_.print_unrethrown(name_);  // what stop hooks threw
     throw;
   }
 }
@@ -251,8 +225,7 @@ pool::~pool() {
     }
   }
 
-  std::lock_guard lock{errors_mutex_};
-  print_unrethrown(name_, errors_);
+  errors_.print_unrethrown(name_);
 }
 
 pool::ticket pool::count_outside_spawn(std::uint32_t n) {
@@ -429,7 +402,7 @@ std::size_t pool::push_many(detail::job* const* jobs, std::size_t n) noexcept {
   } catch (...) {
     // Out of memory for a queue to grow (the only way a push fails): none
     // was pushed, and the caller runs them.
-    unqueued_runs_.fetch_add(n, std::memory_order_relaxed);
+    counters_.add_unqueued_runs(n);
     return 0;
   }
   // One wake-up for the batch: a woken worker that finds work left wakes
@@ -759,18 +732,6 @@ bool pool::await_until(const detail::latch& l, std::chrono::steady_clock::time_p
   return l.is_set();
 }
 
-bool pool::park_until_finish(std::uint64_t seen, std::chrono::microseconds timeout) {
-  std::unique_lock lock{finish_mutex_};
-  // seq_cst: see signal_finish().
-  finish_parked_.fetch_add(1, std::memory_order_seq_cst);
-  const bool finished = finish_cv_.wait_for(lock, timeout, [&] {
-    // seq_cst: see signal_finish().
-    return finish_epoch_.load(std::memory_order_seq_cst) != seen;
-  });
-  finish_parked_.fetch_sub(1, std::memory_order_relaxed);
-  return finished;
-}
-
 template <class Done>
 void pool::block_until(Done& done) {
   // quiescent()'s seq_cst loads also make the jobs' effects visible: they
@@ -881,35 +842,6 @@ bool pool::drain_epochs(std::uint64_t target, Wait&& wait_until_drained) {
   }
 }
 
-void pool::report_error(std::exception_ptr error) noexcept {
-  if (on_error_) {
-    try {
-      on_error_(error);
-      return;
-    } catch (...) {
-      // A throwing handler must not lose the error: keep what it threw.
-      error = std::current_exception();
-    }
-  }
-  try {
-    std::lock_guard lock{errors_mutex_};
-    errors_.push_back(std::move(error));
-  } catch (...) {
-    std::fputs("weft: out of memory while storing a job's exception\n", stderr);
-  }
-}
-
-void pool::rethrow_pending_error() {
-  std::exception_ptr error;
-  {
-    std::lock_guard lock{errors_mutex_};
-    if (errors_.empty()) return;
-    error = std::move(errors_.front());
-    errors_.pop_front();
-  }
-  std::rethrow_exception(error);
-}
-
 void pool::wait() { wait_until_idle(std::nullopt); }
 
 bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> deadline) {
@@ -970,73 +902,11 @@ pool_stats pool::stats() const {
   s.lanes = lanes.size();
   for (std::size_t i = 0; i < s.lanes; ++i) s.job_slots += lanes[i].cache.capacity();
   for (const auto& w : workers_) s.job_slots += w->cache.capacity();
-  s.handoffs = handoffs_.load(std::memory_order_relaxed);
-  s.handoff_failures = handoff_failures_.load(std::memory_order_relaxed);
-  s.unqueued_runs = unqueued_runs_.load(std::memory_order_relaxed);
-  s.cancelled = cancelled_.load(std::memory_order_relaxed);
-  s.overflowed = overflowed_.load(std::memory_order_relaxed);
-  std::lock_guard lock{stats_mutex_};
-  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now() - stats_since_);
-  s.per_worker.reserve(s.workers);
-  for (std::size_t i = 0; i < s.workers; ++i) {
-    worker_stats ws = read_counters(*workers_[i]);
-    if (i < stats_base_.size()) {
-      const worker_stats& base = stats_base_[i];
-      ws.jobs -= base.jobs;
-      ws.steals -= base.steals;
-      ws.steal_attempts -= base.steal_attempts;
-      ws.parks -= base.parks;
-      ws.wakeups -= base.wakeups;
-      ws.idle -= base.idle;
-    }
-    // A worker parked right now has not added its current sleep yet.
-    ws.idle = std::min(std::max(ws.idle, std::chrono::nanoseconds{0}), elapsed);
-    ws.busy = elapsed - ws.idle;
-    s.total += ws;
-    s.per_worker.push_back(ws);
-  }
+  counters_.read(s, workers_);
   return s;
 }
 
-worker_stats pool::read_counters(const detail::worker& w) noexcept {
-  // Relaxed: counters, read as some recent value of each.
-  worker_stats ws;
-  // The idle period in progress, if any (stats() keeps the sum within the
-  // elapsed time should the period end between these loads).
-  const std::uint64_t since = w.counts.idle_since.load(std::memory_order_relaxed);
-  std::uint64_t current = 0;
-  if (since != 0) {
-    const std::uint64_t now = steady_ns();
-    current = now > since - 1 ? now - (since - 1) : 0;
-  }
-  ws.jobs = w.counts.jobs.load(std::memory_order_relaxed);
-  ws.steals = w.counts.steals.load(std::memory_order_relaxed);
-  ws.steal_attempts = w.counts.steal_attempts.load(std::memory_order_relaxed);
-  ws.parks = w.counts.parks.load(std::memory_order_relaxed);
-  ws.wakeups = w.counts.wakeups.load(std::memory_order_relaxed);
-  ws.idle = std::chrono::nanoseconds{
-      static_cast<std::int64_t>(w.counts.idle_ns.load(std::memory_order_relaxed) + current)};
-  return ws;
-}
-
-void pool::reset_stats() {
-  std::lock_guard lock{stats_mutex_};
-  stats_base_.clear();
-  for (const auto& w : workers_) stats_base_.push_back(read_counters(*w));
-  stats_since_ = std::chrono::steady_clock::now();
-}
-
-worker_stats& worker_stats::operator+=(const worker_stats& o) noexcept {
-  jobs += o.jobs;
-  steals += o.steals;
-  steal_attempts += o.steal_attempts;
-  parks += o.parks;
-  wakeups += o.wakeups;
-  busy += o.busy;
-  idle += o.idle;
-  return *this;
-}
+void pool::reset_stats() { counters_.reset(workers_); }
 
 void pool::worker_main(detail::worker& w, detail::worker_start* start) {
   name_thread(name_, w.index);
@@ -1047,11 +917,11 @@ void pool::worker_main(detail::worker& w, detail::worker_start* start) {
     detail::job* j = find_work(&w);
     if (j == nullptr) {
       flush(w);
-      const std::uint64_t idle_from = steady_ns();
+      const std::uint64_t idle_from = detail::counters::now_ns();
       // Relaxed: a counter (stats()).
       w.counts.idle_since.store(idle_from + 1, std::memory_order_relaxed);
       j = idle(w);
-      detail::worker::bump(w.counts.idle_ns, steady_ns() - idle_from);
+      detail::worker::bump(w.counts.idle_ns, detail::counters::now_ns() - idle_from);
       w.counts.idle_since.store(0, std::memory_order_relaxed);
     }
     if (j == nullptr) break;  // the pool is stopping, or we are leaving it

@@ -25,6 +25,10 @@
 #include "detail/clock.hpp"
 #include "detail/config.hpp"
 #include "detail/context.hpp"
+#include "detail/core/bound.hpp"
+#include "detail/core/counters.hpp"
+#include "detail/core/errors.hpp"
+#include "detail/core/finish_signal.hpp"
 #include "detail/fault.hpp"
 #include "detail/injector.hpp"
 #include "detail/job.hpp"
@@ -583,21 +587,7 @@ class pool {
   }
   // After a job, while outside threads wait in wait_until(): tells them to
   // re-check their predicates.
-  void signal_finish() noexcept {
-    // Relaxed: a waiter that registers as we look is woken by its own
-    // timeout at worst (docs/waiting.md, "wait_until").
-    if (finish_waiters_.load(std::memory_order_relaxed) == 0) return;
-    // seq_cst: a Dekker pair with park_until_finish(): either the waiter
-    // sees the new epoch, or we see it parked. Its release half makes the
-    // job's effects visible to a waiter that reads this epoch.
-    finish_epoch_.fetch_add(1, std::memory_order_seq_cst);
-    if (finish_parked_.load(std::memory_order_seq_cst) != 0) {
-      // Under the lock: orders us against a waiter between its check of the
-      // epoch and its wait.
-      { std::lock_guard lock{finish_mutex_}; }
-      finish_cv_.notify_all();
-    }
-  }
+  void signal_finish() noexcept { finish_signal_.signal(); }
   static constexpr std::uint32_t flush_interval = 32;
 
   // Allocates a heap job, stores `C{args...}` in it, counts it and queues it
@@ -659,7 +649,7 @@ class pool {
   // j is still the caller's (queue_full, std::bad_alloc): once it returns
   // or hands j over, j is the pool's (or the overflow callable's).
   void dispatch(detail::job* j, destination d, const ticket& t) {
-    if (capacity_ == 0 || t.submission == 0) [[likely]] {
+    if (!bound_.limited() || t.submission == 0) [[likely]] {
       push_to(j, d);
       return;
     }
@@ -677,18 +667,11 @@ class pool {
   void push_special(detail::job* j, destination d);
   // Whether the calling thread is running one of our jobs (on a worker, or
   // helping): its submissions are never held up by the bound.
-  [[nodiscard]] bool bounded_here() const noexcept { return capacity_ != 0 && !in_own_job(); }
+  [[nodiscard]] bool bounded_here() const noexcept { return bound_.limited() && !in_own_job(); }
   [[nodiscard]] bool in_own_job() const noexcept {
     unsigned e = 0;
     return on_own_worker() || detail::running_scope::find(this, e);
   }
-  // Bounded submission: takes a slot, or applies the policy when there is
-  // none (blocks, throws queue_full, or says what to do instead). A job
-  // bound to one worker (a mailbox) is never run here nor handed over.
-  enum class admission : std::uint8_t { slot, run_here, hand_over };
-  admission admit(bool bound);
-  // A job that held a slot has started, or was dropped (any thread).
-  void release_slot() noexcept;
   // Called by every job kind that purge may drop, as it starts: gives back
   // the job's slot of bounded submission, and says whether the job was
   // dropped (job_flags::cancel) and must cancel instead of running.
@@ -698,10 +681,9 @@ class pool {
     if ((flags & acted_on) == 0) [[likely]] {
       return false;
     }
-    if ((flags & detail::job_flags::throttled) != 0) owner->release_slot();
+    if ((flags & detail::job_flags::throttled) != 0) owner->bound_.release();
     if ((flags & detail::job_flags::cancel) == 0) return false;
-    // Relaxed: a counter (stats()).
-    owner->cancelled_.fetch_add(1, std::memory_order_relaxed);
+    owner->counters_.add_cancelled(1);
     return true;
   }
   // Drops a cancellable job the caller took from a queue (or an overflow
@@ -849,8 +831,6 @@ class pool {
   // execute() when the pool is traced: the job's slice goes to this
   // thread's ring.
   void traced_execute(detail::job* j) noexcept;
-  // A worker's counters as they are now (pool::stats()).
-  static worker_stats read_counters(const detail::worker& w) noexcept;
   // A sequential pool's job, run on the waiting thread.
   void run_sequential(detail::job* j) noexcept;
 
@@ -958,9 +938,6 @@ class pool {
   // just seen done() false.
   template <class Done>
   bool help_as_helper(Done& done);
-  // Sleeps until a worker finishes a job after the caller read `seen` from
-  // finish_epoch_, or `timeout` passes; true if one did.
-  bool park_until_finish(std::uint64_t seen, std::chrono::microseconds timeout);
   // wait_until()'s nap on a worker (of this pool or another) with nothing
   // to run: sleeps until a job of this pool finishes or d has passed. It
   // registers as a finish waiter at its first nap, until the wait ends
@@ -972,7 +949,7 @@ class pool {
     finish_nap& operator=(const finish_nap&) = delete;
     ~finish_nap() {
       if (!registered_) return;
-      p_.finish_waiters_.fetch_sub(1, std::memory_order_relaxed);
+      p_.finish_signal_.leave();
       p_.flush_wanted_.fetch_sub(1, std::memory_order_relaxed);
     }
     template <class Done>
@@ -1072,8 +1049,8 @@ class pool {
                       std::optional<std::chrono::steady_clock::time_point> deadline);
   // Wakes the threads in block_until() and nap_until_idle().
   void notify_idle();
-  void report_error(std::exception_ptr error) noexcept;
-  void rethrow_pending_error();
+  void report_error(std::exception_ptr error) noexcept { errors_.report(std::move(error)); }
+  void rethrow_pending_error() { errors_.rethrow_pending(); }
   // start: the pinning and start hook to run first, or nullptr.
   void worker_main(detail::worker& w, detail::worker_start* start);
   // Starts the threads of workers [from, to); with `setup`, waits until
@@ -1109,15 +1086,9 @@ class pool {
   [[nodiscard]] std::uint32_t life() const noexcept { return static_cast<std::uint32_t>(id_); }
   std::string name_;
   const bool waiters_help_;  // pool_options::waiters_help
-  // What reset_stats() last read of each worker's counters, and when;
-  // stats() reports the difference. Guarded by stats_mutex_.
-  mutable std::mutex stats_mutex_;
-  std::vector<worker_stats> stats_base_;
-  std::chrono::steady_clock::time_point stats_since_ = std::chrono::steady_clock::now();
   // Null unless the pool is traced (docs/tracing.md); made before the
   // workers start, destroyed after they stop.
   std::unique_ptr<detail::tracer> tracer_;
-  std::function<void(std::exception_ptr)> on_error_;
   std::function<void(std::size_t)> on_worker_stop_;  // pool_options::on_worker_stop
   // Every worker slot pool_options::max_threads allows: made by the
   // constructor, never moved or freed before the destructor, so that any
@@ -1175,13 +1146,9 @@ class pool {
   // The helper slot (helper_scope): whether a thread that is not a worker
   // holds it.
   std::atomic<bool> helper_busy_{false};
-  // Outside threads in wait_until(), the jobs finished while they wait
-  // (signal_finish()), and those of them asleep (park_until_finish()).
-  alignas(detail::cache_line) std::atomic<std::size_t> finish_waiters_{0};
-  std::atomic<std::uint64_t> finish_epoch_{0};
-  std::atomic<std::size_t> finish_parked_{0};
-  std::mutex finish_mutex_;
-  std::condition_variable finish_cv_;
+  // Outside threads in wait_until() and wait_until()'s napping workers,
+  // told of finished jobs (signal_finish()).
+  detail::finish_signal finish_signal_;
 
   // Heap jobs for threads that are not workers; external_mutex_ makes the
   // lock holder the cache's owner.
@@ -1209,26 +1176,15 @@ class pool {
   detail::injector high_{16};
   detail::injector low_{16};
   std::vector<std::unique_ptr<detail::injector>> mailboxes_;  // by worker index
-  std::atomic<std::size_t> cancelled_{0};                     // pool_stats::cancelled
 
-  // Bounded submission (pool_options::capacity; 0: none). queued_ counts
-  // the slots held by jobs not yet started; blocked submitters sleep on
-  // room_cv_ until one is given back.
-  const std::size_t capacity_;
-  overflow_policy on_full_;
-  alignas(detail::cache_line) std::atomic<std::size_t> queued_{0};
-  std::atomic<std::size_t> blocked_{0};
-  std::mutex room_mutex_;
-  std::condition_variable room_cv_;
-  std::atomic<std::size_t> overflowed_{0};  // pool_stats::overflowed
+  // Bounded submission (pool_options::capacity, on_full).
+  detail::bound bound_;
 
   // Exceptions of detached jobs not yet rethrown by wait().
-  std::mutex errors_mutex_;
-  std::deque<std::exception_ptr> errors_;
+  detail::error_sink errors_;
 
-  std::atomic<std::size_t> handoffs_{0};
-  std::atomic<std::size_t> handoff_failures_{0};
-  std::atomic<std::size_t> unqueued_runs_{0};
+  // What stats() reports besides the workers' own counters.
+  detail::counters counters_;
 
   // The timer service (src/timer.cpp), made by the first timer; stopped and
   // released by the destructor (detail::stop_timers).
@@ -1356,15 +1312,14 @@ void pool::finish_nap::nap(Done& done, std::chrono::microseconds d) {
     // waiters just before this does not signal its job, so the first nap
     // is short; jobs that finish after it are signalled.
     p_.flush_wanted_.fetch_add(1, std::memory_order_relaxed);
-    p_.finish_waiters_.fetch_add(1, std::memory_order_relaxed);
+    p_.finish_signal_.enlist();
     registered_ = true;
     d = std::min(d, detail::finish_registration_grace);
   }
-  // seq_cst: see signal_finish(); read before the check, so a job that
-  // finishes after the check moves it on and the park returns at once.
-  const std::uint64_t seen = p_.finish_epoch_.load(std::memory_order_seq_cst);
+  // Read before the check (finish_signal::epoch()).
+  const std::uint64_t seen = p_.finish_signal_.epoch();
   if (done()) return;
-  p_.park_until_finish(seen, d);
+  p_.finish_signal_.park_until(seen, d);
 }
 
 template <class Done>
@@ -1374,14 +1329,14 @@ void pool::outside_wait_until(Done& done) {
   // (flush_now_and_then() looks at flush_wanted_ only). Relaxed: see
   // signal_finish().
   flush_wanted_.fetch_add(1, std::memory_order_relaxed);
-  finish_waiters_.fetch_add(1, std::memory_order_relaxed);
+  finish_signal_.enlist();
   struct registration {
     pool& p;
     explicit registration(pool& owner) noexcept : p(owner) {}
     registration(const registration&) = delete;
     registration& operator=(const registration&) = delete;
     ~registration() {
-      p.finish_waiters_.fetch_sub(1, std::memory_order_relaxed);
+      p.finish_signal_.leave();
       p.flush_wanted_.fetch_sub(1, std::memory_order_relaxed);
     }
   } const registered{*this};
@@ -1392,15 +1347,14 @@ void pool::outside_wait_until(Done& done) {
   constexpr std::chrono::milliseconds longest_timeout{64};
   std::chrono::milliseconds timeout = first_timeout;
   for (;;) {
-    // seq_cst: see signal_finish(); read before the check, so a job that
-    // finishes after the check moves it on.
-    const std::uint64_t seen = finish_epoch_.load(std::memory_order_seq_cst);
+    // Read before the check (finish_signal::epoch()).
+    const std::uint64_t seen = finish_signal_.epoch();
     if (done()) return;
     if (help_as_helper(done)) {
       timeout = first_timeout;
       continue;
     }
-    if (park_until_finish(seen, timeout)) {
+    if (finish_signal_.park_until(seen, timeout)) {
       timeout = first_timeout;
     } else {
       timeout = std::min(timeout * 2, longest_timeout);
@@ -1597,11 +1551,11 @@ bool pool::hand_off(Body&& body) {
     // No thread to hand over to (std::system_error, or std::bad_alloc for
     // its state): the caller keeps helping on its own stack, past the
     // limit, rather than give up a wait (docs/waiting.md).
-    handoff_failures_.fetch_add(1, std::memory_order_relaxed);
+    counters_.add_handoff_failure();
     return false;
   }
   helper.join();
-  handoffs_.fetch_add(1, std::memory_order_relaxed);
+  counters_.add_handoff();
   if (error) std::rethrow_exception(error);
   return true;
 }

@@ -15,6 +15,10 @@
 
 namespace weft {
 
+namespace detail {
+class bound;
+}  // namespace detail
+
 /// pool_options::on_full: one of the overflow policies, or a callable that
 /// receives each job that found no room, as a weft::job.
 class overflow_policy {
@@ -36,7 +40,7 @@ class overflow_policy {
   // NOLINTEND(google-explicit-constructor,bugprone-forwarding-reference-overload)
 
  private:
-  friend class pool;
+  friend class detail::bound;  // applies the policy (detail/core/bound.hpp)
   overflow kind_ = overflow::block;
   std::function<void(job)> handler_;  // set: the callable policy
 };

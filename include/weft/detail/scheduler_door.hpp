@@ -145,10 +145,7 @@ struct scheduler {
     return p.hold_if_paused(j, p.injector_);
   }
   // n jobs (or a batch's callables) dropped without running (stats()).
-  static void count_cancelled(pool& p, std::size_t n) noexcept {
-    // Relaxed: a counter.
-    p.cancelled_.fetch_add(n, std::memory_order_relaxed);
-  }
+  static void count_cancelled(pool& p, std::size_t n) noexcept { p.counters_.add_cancelled(n); }
 
   // Whether p's destruction has begun. seq_cst, as check_open()'s load:
   // pairs with the destructor's seq_cst store of closing_.
