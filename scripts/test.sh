@@ -97,10 +97,18 @@ tests_passed=0
 section() {
   printf '\n======== %s ========\n' "$*"
   step_started=$SECONDS
+  phase_started=$SECONDS
 }
 
 section_done() {
   printf -- '-------- done in %ds\n' "$((SECONDS - step_started))"
+}
+
+# Ends a part of a step (the platform steps' build, tests and consumer) and
+# prints its time.
+phase_done() {
+  printf -- '-------- %s: %ds\n' "$1" "$((SECONDS - phase_started))"
+  phase_started=$SECONDS
 }
 
 # ctest with its output kept, so the final line can add up what ran.
@@ -241,7 +249,9 @@ section "9/12 clang-16 + libc++ 16: build, unit tests (WEFT_STRESS_SCALE=0.2), e
 # beyond the unit suite's, and the consumer in find_package mode.
 cmake --preset clang-libcxx
 cmake --build --preset clang-libcxx -j"$jobs"
+phase_done "configure and build"
 WEFT_STRESS_SCALE=0.2 run_ctest ctest --preset clang-libcxx -LE stress
+phase_done "tests and examples"
 libcxx_check=$root/build/package-check-libcxx
 rm -rf "$libcxx_check"
 cmake --install build/clang-libcxx --prefix "$libcxx_check/prefix"
@@ -253,6 +263,7 @@ cmake -S tests/consumer -B "$libcxx_check/package" \
 cmake --build "$libcxx_check/package" -j"$jobs"
 "$libcxx_check/package/weft_consumer"
 echo "-- libc++ consumer in package mode: ran OK"
+phase_done "install and consumer"
 section_done
 fi
 
@@ -273,7 +284,9 @@ cmake --preset aarch64
 mapfile -t aarch64_examples < <(cmake --build build/aarch64 --target help | awk '/ example_/ { print $2 }')
 cmake --build --preset aarch64 -j"$jobs" --target weft_unit_tests weft_alloc_tests \
   "${aarch64_examples[@]}"
+phase_done "configure and build"
 WEFT_STRESS_SCALE=0.2 run_ctest ctest --preset aarch64 -LE stress
+phase_done "tests and examples"
 aarch64_check=$root/build/package-check-aarch64
 rm -rf "$aarch64_check"
 cmake --install build/aarch64 --prefix "$aarch64_check/prefix"
@@ -288,6 +301,7 @@ cmake -S tests/consumer -B "$aarch64_check/package" -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$aarch64_check/package" -j"$jobs"
 qemu-aarch64 -L /usr/aarch64-linux-gnu "$aarch64_check/package/weft_consumer"
 echo "-- AArch64 consumer in package mode: ran OK under qemu-aarch64"
+phase_done "install and consumer"
 section_done
 fi
 
@@ -309,7 +323,9 @@ mingw_wine=(env WINEPREFIX="$root/build/mingw/wine" WINEDEBUG=-all "$wine64")
 mapfile -t mingw_examples < <(cmake --build build/mingw --target help | awk '/ example_/ { print $2 }')
 cmake --build --preset mingw -j"$jobs" --target weft_unit_tests weft_alloc_tests weft_stress_tests \
   "${mingw_examples[@]}"
+phase_done "configure, wine prefix and build"
 WEFT_STRESS_SCALE=0.2 run_ctest ctest --preset mingw
+phase_done "tests and examples"
 # The consumer against the installed package, built with the same
 # toolchain file and run under wine in the same prefix.
 mingw_check=$root/build/package-check-mingw
@@ -325,6 +341,7 @@ cmake -S tests/consumer -B "$mingw_check/package" -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$mingw_check/package" -j"$jobs"
 "${mingw_wine[@]}" "$mingw_check/package/weft_consumer.exe"
 echo "-- MinGW consumer in package mode: ran OK under wine64"
+phase_done "install and consumer"
 section_done
 fi
 
