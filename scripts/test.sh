@@ -104,6 +104,18 @@ section_done() {
   printf -- '-------- done in %ds\n' "$((SECONDS - step_started))"
 }
 
+# The GoogleTest cases the last ctest run in build directory $1 ran, from
+# its log: every executable's summary lines added up (a ctest test is one
+# case, or a whole executable where WEFT_TEST_PER_CASE is off).
+gtest_cases() {
+  local log=$1/Testing/Temporary/LastTest.log
+  [[ -f $log ]] || return 0
+  awk '/^\[  PASSED  \] [0-9]+ tests?\./ { p += $4 }
+       /^\[  SKIPPED \] [0-9]+ tests?,/ { s += $4 }
+       /^\[  FAILED  \] [0-9]+ tests?,/ { f += $4 }
+       END { printf "-------- GoogleTest cases: %d passed, %d skipped, %d failed\n", p, s, f }' "$log"
+}
+
 # Ends a part of a step (the platform steps' build, tests and consumer) and
 # prints its time.
 phase_done() {
@@ -251,6 +263,7 @@ cmake --preset clang-libcxx
 cmake --build --preset clang-libcxx -j"$jobs"
 phase_done "configure and build"
 WEFT_STRESS_SCALE=0.2 run_ctest ctest --preset clang-libcxx -LE stress
+gtest_cases build/clang-libcxx
 phase_done "tests and examples"
 libcxx_check=$root/build/package-check-libcxx
 rm -rf "$libcxx_check"
@@ -286,6 +299,7 @@ cmake --build --preset aarch64 -j"$jobs" --target weft_unit_tests weft_alloc_tes
   "${aarch64_examples[@]}"
 phase_done "configure and build"
 WEFT_STRESS_SCALE=0.2 run_ctest ctest --preset aarch64 -LE stress
+gtest_cases build/aarch64
 phase_done "tests and examples"
 aarch64_check=$root/build/package-check-aarch64
 rm -rf "$aarch64_check"
@@ -325,6 +339,7 @@ cmake --build --preset mingw -j"$jobs" --target weft_unit_tests weft_alloc_tests
   "${mingw_examples[@]}"
 phase_done "configure, wine prefix and build"
 WEFT_STRESS_SCALE=0.2 run_ctest ctest --preset mingw
+gtest_cases build/mingw
 phase_done "tests and examples"
 # The consumer against the installed package, built with the same
 # toolchain file and run under wine in the same prefix.
