@@ -116,6 +116,27 @@ gtest_cases() {
        END { printf "-------- GoogleTest cases: %d passed, %d skipped, %d failed\n", p, s, f }' "$log"
 }
 
+# Installs the cross build in build/$1, builds tests/consumer against that
+# package with the toolchain file cmake/toolchains/$2, and runs the program
+# (file name $3) with the command that follows (the target's emulator).
+# The toolchain files search the target's root only, so the package is
+# named by its directory (weft_DIR).
+cross_consumer() {
+  local build=$1 toolchain=$2 program=$3
+  shift 3
+  local check=$root/build/package-check-$build config
+  rm -rf "$check"
+  cmake --install "build/$build" --prefix "$check/prefix"
+  config=$(find "$check/prefix" -name weftConfig.cmake)
+  [[ -n $config ]] || { echo "test.sh: the $build package has no weftConfig.cmake" >&2; exit 1; }
+  cmake -S tests/consumer -B "$check/package" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$toolchain" \
+    -Dweft_DIR="$(dirname "$config")" -DWEFT_CONSUMER_MODE=package \
+    -DWEFT_SOURCE_DIR="$root"
+  cmake --build "$check/package" -j"$jobs"
+  "$@" "$check/package/$program"
+}
+
 # Ends a part of a step (the platform steps' build, tests and consumer) and
 # prints its time.
 phase_done() {
@@ -301,19 +322,8 @@ phase_done "configure and build"
 WEFT_STRESS_SCALE=0.2 run_ctest ctest --preset aarch64 -LE stress
 gtest_cases build/aarch64
 phase_done "tests and examples"
-aarch64_check=$root/build/package-check-aarch64
-rm -rf "$aarch64_check"
-cmake --install build/aarch64 --prefix "$aarch64_check/prefix"
-# The toolchain file searches the target's root only, so the installed
-# package is named by its directory.
-weft_config=$(find "$aarch64_check/prefix" -name weftConfig.cmake)
-[[ -n $weft_config ]] || { echo "test.sh: the AArch64 package has no weftConfig.cmake" >&2; exit 1; }
-cmake -S tests/consumer -B "$aarch64_check/package" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake" \
-  -Dweft_DIR="$(dirname "$weft_config")" -DWEFT_CONSUMER_MODE=package \
-  -DWEFT_SOURCE_DIR="$root"
-cmake --build "$aarch64_check/package" -j"$jobs"
-qemu-aarch64 -L /usr/aarch64-linux-gnu "$aarch64_check/package/weft_consumer"
+cross_consumer aarch64 aarch64-linux-gnu.cmake weft_consumer \
+  qemu-aarch64 -L /usr/aarch64-linux-gnu
 echo "-- AArch64 consumer in package mode: ran OK under qemu-aarch64"
 phase_done "install and consumer"
 section_done
@@ -341,20 +351,8 @@ phase_done "configure, wine prefix and build"
 WEFT_STRESS_SCALE=0.2 run_ctest ctest --preset mingw
 gtest_cases build/mingw
 phase_done "tests and examples"
-# The consumer against the installed package, built with the same
-# toolchain file and run under wine in the same prefix.
-mingw_check=$root/build/package-check-mingw
-rm -rf "$mingw_check"
-cmake --install build/mingw --prefix "$mingw_check/prefix"
-# As for AArch64: the toolchain file searches the target's root only.
-weft_config=$(find "$mingw_check/prefix" -name weftConfig.cmake)
-[[ -n $weft_config ]] || { echo "test.sh: the MinGW package has no weftConfig.cmake" >&2; exit 1; }
-cmake -S tests/consumer -B "$mingw_check/package" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/x86_64-w64-mingw32.cmake" \
-  -Dweft_DIR="$(dirname "$weft_config")" -DWEFT_CONSUMER_MODE=package \
-  -DWEFT_SOURCE_DIR="$root"
-cmake --build "$mingw_check/package" -j"$jobs"
-"${mingw_wine[@]}" "$mingw_check/package/weft_consumer.exe"
+# Run under wine in the same prefix as the tests.
+cross_consumer mingw x86_64-w64-mingw32.cmake weft_consumer.exe "${mingw_wine[@]}"
 echo "-- MinGW consumer in package mode: ran OK under wine64"
 phase_done "install and consumer"
 section_done
