@@ -111,8 +111,8 @@ gtest_cases() {
   local log=$1/Testing/Temporary/LastTest.log
   [[ -f $log ]] || return 0
   awk '/^\[  PASSED  \] [0-9]+ tests?\./ { p += $4 }
-       /^\[  SKIPPED \] [0-9]+ tests?,/ { s += $4 }
-       /^\[  FAILED  \] [0-9]+ tests?,/ { f += $4 }
+       /^\[  SKIPPED \] [0-9]+ tests?[.,]/ { s += $4 }
+       /^\[  FAILED  \] [0-9]+ tests?[.,]/ { f += $4 }
        END { printf "-------- GoogleTest cases: %d passed, %d skipped, %d failed\n", p, s, f }' "$log"
 }
 
