@@ -5,14 +5,16 @@
 #   7 ThreadSanitizer   8 AddressSanitizer + UBSan
 #   9 clang-16 + libc++ 16: build, unit tests, examples, find_package
 #  10 AArch64 (cross g++, run under qemu-user): build, unit tests, examples,
-#     find_package; with --full only: it adds about 15 minutes, and the
-#     default run is already near its time limit. Its tests pass under
+#     find_package; with --full only: it adds 23 minutes cold (18 to
+#     build, 5 to test; measured at load 5-9 on the shared 2-core machine,
+#     docs/platforms.md), and the default run is already near its time
+#     limit. Its tests pass under
 #     qemu; the deque's racing tests skip themselves there, as qemu-user
 #     breaks even seq_cst store buffering (tests/support/litmus.hpp)
 #  11 Windows x86-64 (MinGW-w64 g++, run under wine): build, unit, stress
 #     and allocation tests, examples, find_package; with --full only: it
-#     adds about 35 minutes on a shared 2-core machine (the cold build; the
-#     tests take about 3)
+#     adds 24 minutes cold (18 to build, 5 to test; measured at load 5-9
+#     on the shared 2-core machine, docs/platforms.md)
 #  12 package check (find_package, add_subdirectory, FetchContent, pkg-config)
 # SKIP_SANITIZERS=1 skips steps 7 and 8 for a quick local run; SOAK_MINUTES
 # sets the soak's length (default 2).
