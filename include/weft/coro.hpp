@@ -9,6 +9,7 @@
 
 #include "detail/context.hpp"
 #include "detail/coro_await.hpp"
+#include "detail/coro_flow.hpp"
 #include "detail/coro_join.hpp"
 #include "detail/coro_promise.hpp"
 #include "detail/scheduler.hpp"

@@ -20,6 +20,7 @@
 namespace weft {
 
 class pool;
+class flow_task;
 template <class T = void>
 class coro;
 
@@ -70,6 +71,14 @@ template <class T>
 class coro_promise;
 template <class U>
 class coro_future_awaiter;
+class coro_flow_awaiter;
+// coro_flow_awaiter, named through F so that it needs to be complete only
+// where a flow task is awaited (detail/coro_flow.hpp, included by
+// weft/coro.hpp).
+template <class F>
+struct coro_flow_awaiter_of {
+  using type = coro_flow_awaiter;
+};
 template <class T>
 struct coro_awaiter;
 
@@ -115,6 +124,13 @@ class coro_promise_base {
   coro_future_awaiter<U> await_transform(future<U>&& f) const {
     check_stop();
     return coro_future_awaiter<U>{f};
+  }
+  // co_await of a weft::flow_task (detail/coro_flow.hpp).
+  template <class F>
+  requires std::is_same_v<std::remove_cvref_t<F>, flow_task>
+  typename coro_flow_awaiter_of<F>::type await_transform(F&& t) const {
+    check_stop();
+    return typename coro_flow_awaiter_of<F>::type{t};
   }
   void check_stop() const {
     // Relaxed: see coro_root::stop.
@@ -218,8 +234,8 @@ struct coro_awaiter {
 /// weft::spawn, weft::sync_wait: weft/coro.hpp). T is void or a value type
 /// (not a reference). Move-only; destroying a coro that has not been
 /// started frees its frame. Inside a coro, `co_await` takes another
-/// coro<U>, a weft::future<U>, weft::join(coros...) and weft::sleep_for /
-/// sleep_until (docs/coroutines.md).
+/// coro<U>, a weft::future<U>, a weft::flow_task, weft::join(coros...) and
+/// weft::sleep_for / sleep_until (docs/coroutines.md).
 template <class T>
 class coro {
   static_assert(!std::is_reference_v<T>,
