@@ -50,6 +50,7 @@ class coro_future_awaiter : latch_waiter, coro_resume {
   bool await_suspend(std::coroutine_handle<P> h) noexcept {
     handle = h;
     root = h.promise().root_;
+    label = "coro after future";
     this->notify = &notified;
     // false: set meanwhile, resume at once. After a successful subscribe
     // the coroutine may already be resuming elsewhere: nothing of *this is
@@ -88,6 +89,7 @@ class coro_sleep_awaiter : coro_resume {
   bool await_suspend(std::coroutine_handle<P> h) {
     handle = h;
     root = h.promise().root_;
+    label = "coro after sleep";
     // If this throws, no timer is left: a callable it made and destroyed
     // found the gate open and left the resumption to us, and the exception
     // resumes the coroutine at once (the await throws it).

@@ -57,6 +57,7 @@ class coro_flow_awaiter : latch_waiter, coro_resume {
   bool await_suspend(std::coroutine_handle<P> h) noexcept {
     handle = h;
     root = h.promise().root_;
+    label = "coro after flow";
     this->notify = &notified;
     // false: the barrier has run meanwhile, resume at once. After a
     // successful subscribe the coroutine may already be resuming elsewhere:

@@ -110,6 +110,7 @@ class coro_join_awaiter : coro_join_link {
     h.promise().join_ = this;
     slot.handle = h;
     slot.root = r;
+    slot.label = "coro join child";
   }
   template <class T>
   static result_t<T> take(coro<T>& c) {

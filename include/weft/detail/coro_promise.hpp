@@ -16,6 +16,7 @@
 #include "context.hpp"
 #include "coro_frame.hpp"
 #include "job.hpp"
+#include "trace.hpp"
 
 namespace weft {
 
@@ -57,13 +58,30 @@ struct coro_join_link {
 struct coro_resume : job {
   std::coroutine_handle<> handle;
   coro_root* root = nullptr;
+  // The resumption's slice in a traced pool's trace (docs/tracing.md,
+  // docs/coroutines.md): what the coroutine waited for.
+  const char* label = "coro";
 
   coro_resume() noexcept { this->run = &resume_here; }
   static void resume_here(job* j) noexcept {
     auto* self = static_cast<coro_resume*>(j);
     const coro_root& r = *self->root;
     const running_scope running{r.owner, r.epoch};
+    // A traced pool's job (pool::execute set the thread's ring): one
+    // predictable branch otherwise.
+    if (current_trace != nullptr) [[unlikely]] {
+      traced_resume(self->handle, self->label);
+      return;
+    }
     self->handle.resume();  // the last touch of *self
+  }
+
+  // The resumption as a slice named `label`, inside the job's slice. The
+  // coroutine may free *this while it runs: only copies are used after.
+  [[gnu::noinline]] static void traced_resume(std::coroutine_handle<> h,
+                                              const char* label) noexcept {
+    const task_trace slice{label, 0};
+    h.resume();
   }
 };
 
