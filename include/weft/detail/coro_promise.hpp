@@ -16,6 +16,7 @@
 #include "context.hpp"
 #include "coro_frame.hpp"
 #include "job.hpp"
+#include "local.hpp"
 #include "trace.hpp"
 
 namespace weft {
@@ -36,19 +37,6 @@ struct coro_root {
   // Relaxed: a request, read at the next suspension point; nothing is
   // published with it.
   std::atomic<bool> stop{false};
-};
-
-struct coro_resume;
-
-// A join's children report to it as they finish (detail/coro_join.hpp).
-// `chain`: the children's resumptions when they run one after the other on
-// one thread (a sequential pool), each finished child transferring to the
-// next; nullptr when they were queued for the workers.
-struct coro_join_link {
-  std::atomic<std::size_t> pending{0};
-  std::coroutine_handle<> parent;
-  coro_resume* chain = nullptr;
-  std::size_t count = 0;
 };
 
 // Resumes a suspended coroutine as a job of its start's pool: a join's
@@ -83,6 +71,31 @@ struct coro_resume : job {
     const task_trace slice{label, 0};
     h.resume();
   }
+};
+
+// A join's child as its siblings and its queue see it (detail/coro_join.hpp,
+// docs/coroutines.md, "Join: what is stolen"): the job that resumes it when
+// it is taken from a deque, and its place in the join.
+struct coro_join_link;
+struct coro_join_slot : coro_resume {
+  coro_join_link* link = nullptr;
+  std::size_t index = 0;
+  // How many of the join's children finished into this one: 1 (itself)
+  // plus those handed on to it one after the other (finished()). Written by
+  // the parent before the slot is queued, and by the sibling before this
+  // one that took the slot back from its own deque, which then owns it.
+  std::size_t owed = 1;
+};
+
+// What a join's children share. `home`: the worker on whose deque children
+// 1..count-1 wait; null when they are chained instead (a thread that is not
+// one of the pool's workers: each finished child hands on to the next).
+struct coro_join_link {
+  std::atomic<std::size_t> pending{0};
+  std::coroutine_handle<> parent;
+  coro_join_slot* slots = nullptr;
+  std::size_t count = 0;
+  worker* home = nullptr;
 };
 
 template <class T>
@@ -159,35 +172,72 @@ class coro_promise_base {
 
   [[nodiscard]] std::coroutine_handle<> finished() noexcept {
     if (continuation_) return continuation_;
-    if (join_ != nullptr) {
-      coro_join_link* const j = join_;
-      // Read before the decrement: once it is done, the last child may
-      // resume the parent on another thread, and the parent may end the
-      // join (and reuse its memory for the next one) while we still run.
-      // Only the last child, whom the parent waits for, reads j after it.
-      coro_resume* const chain = j->chain;
-      const std::size_t count = j->count;
-      // acq_rel: release publishes this child's result to whoever finishes
-      // last; acquire, in the last one, sees every other child's (the
-      // decrements form one release sequence). The last one resumes the
-      // parent, which reads all results.
-      const std::size_t left = j->pending.fetch_sub(1, std::memory_order_acq_rel) - 1;
-      if (left == 0) return j->parent;
-      // A chained join runs on one thread, so its parent waits for this
-      // transfer: its slots are alive. Children finish in order, so with
-      // `left` of them to go the next one is count - left.
-      if (chain != nullptr) return chain[count - left].handle;
-      return std::noop_coroutine();
-    }
+    if (slot_ != nullptr) return finish_child(*slot_);
     // A start's root: completes its future, and frees this frame.
     void (*const done)(void*) noexcept = done_;
     done(done_arg_);
     return std::noop_coroutine();
   }
 
+  // A join's child has finished (docs/coroutines.md, "Join: what is
+  // stolen"). If the next child is still on this worker's deque (its top,
+  // unless a thief took it), this one takes it back and hands on to it:
+  // nothing was stolen, so nothing needs an atomic, and the next one carries
+  // this one's completion (owed). A child that finds its next sibling gone,
+  // or that is the last, accounts for what it carries in `pending`; the one
+  // that brings it to zero resumes the parent. A child that carries every
+  // child's completion (owed == count: the children ran one after the other,
+  // each handed on to by the one before) resumes the parent with no atomic
+  // at all.
+  [[nodiscard]] static std::coroutine_handle<> finish_child(coro_join_slot& s) noexcept {
+    coro_join_link& j = *s.link;
+    const std::size_t owed = s.owed;
+    const std::size_t count = j.count;
+    if (s.index + 1 < count) {
+      coro_join_slot& next = j.slots[s.index + 1];
+      if (j.home == nullptr) {
+        // Chained: the parent waits for this transfer, so next is alive.
+        next.owed = owed + 1;
+        return next.handle;
+      }
+      if (worker* const self = tls.self; self == j.home) {
+        if (take_back(*s.root->owner, *self, next)) {
+          // Ours now: no thief can see it. Plain store, same thread.
+          next.owed = owed + 1;
+          return next.handle;
+        }
+      }
+    }
+    // Every child carried here: all finished before us, on this thread or
+    // handed on along it; nobody else touches the join.
+    if (owed == count) return j.parent;
+    // Read before the decrement: once it is done, the last child may
+    // resume the parent on another thread, and the parent may end the join
+    // (and reuse its memory for the next one) while we still run. Only the
+    // last one, whom the parent waits for, reads j after it.
+    // acq_rel: release publishes the results of this child and of those it
+    // carries to whoever brings the count to zero; acquire, in that one,
+    // sees every other child's (the decrements form one release sequence).
+    // It then resumes the parent, which reads all results.
+    if (j.pending.fetch_sub(owed, std::memory_order_acq_rel) == owed) return j.parent;
+    return std::noop_coroutine();
+  }
+
+  // Pops self's deque until `next` comes back (true) or the deque is empty
+  // (false: a thief took it). Jobs on top of it, which this child pushed and
+  // left (a spawn), run here first, as join's take_back() runs them.
+  static bool take_back(pool& p, worker& self, coro_join_slot& next) noexcept {
+    for (job* top = self.deque.pop_expecting_private(); top != nullptr; top = self.deque.pop()) {
+      if (top == &next) return true;
+      worker::bump(self.counts.jobs);
+      local::execute(p, top);
+    }
+    return false;
+  }
+
   coro_root* root_ = nullptr;
   std::coroutine_handle<> continuation_;
-  coro_join_link* join_ = nullptr;
+  coro_join_slot* slot_ = nullptr;  // a join's child
   void (*done_)(void*) noexcept = nullptr;
   void* done_arg_ = nullptr;
   std::exception_ptr error_;
