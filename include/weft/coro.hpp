@@ -49,6 +49,7 @@ struct coro_start final : future_state<T> {
     auto* self = static_cast<coro_start*>(static_cast<future_state<T>*>(j));
     const running_scope running{self->root.owner, self->root.epoch,
                                 static_cast<future_state<T>*>(self)};
+    const coro_stack_scope stack;
     const std::coroutine_handle<> h = self->h;
     if (current_trace != nullptr) [[unlikely]] {
       coro_resume::traced_resume(h, "coro start");  // a traced pool's job

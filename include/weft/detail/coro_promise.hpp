@@ -39,6 +39,50 @@ struct coro_root {
   std::atomic<bool> stop{false};
 };
 
+// The hand-over from a join's child to its next sibling is a symmetric
+// transfer, a tail call only where the compiler makes it one (GCC at -O2,
+// Clang; not GCC at -O0/-O1, nor under the sanitizers, whose hooks keep
+// the caller's frame). Without it every hand-over nests a native frame, and
+// a fork-join tree with nothing stolen would run as one chain of them. So a
+// child hands over only while the stack has grown less than
+// coro_handover_stack since the job that runs it began (coro_stack_scope,
+// set by every job that resumes a coroutine); past that it takes the
+// counted path and returns to the worker's loop, which unwinds the stack
+// and runs the sibling from the deque. With tail calls the stack does not
+// grow, and the check always passes.
+inline constexpr std::ptrdiff_t coro_handover_stack = 64 * 1024;
+// Where the innermost job that resumes coroutines began, on this thread's
+// stack; null outside one. Constant-initialised: no TLS guard.
+inline constinit thread_local const char* coro_stack_base = nullptr;
+
+[[gnu::always_inline]] inline const char* coro_stack_here() noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  return static_cast<const char*>(__builtin_frame_address(0));
+#else
+  return nullptr;  // unknown: no limit
+#endif
+}
+
+// Marks the stack where a job that resumes a coroutine begins.
+class coro_stack_scope {
+ public:
+  coro_stack_scope() noexcept : outer_(coro_stack_base) { coro_stack_base = coro_stack_here(); }
+  coro_stack_scope(const coro_stack_scope&) = delete;
+  coro_stack_scope& operator=(const coro_stack_scope&) = delete;
+  ~coro_stack_scope() { coro_stack_base = outer_; }
+
+  // Whether a hand-over may nest one more frame here (stacks grow down on
+  // every platform weft runs on).
+  [[nodiscard]] static bool room() noexcept {
+    const char* const base = coro_stack_base;
+    const char* const here = coro_stack_here();
+    return base == nullptr || here == nullptr || base - here < coro_handover_stack;
+  }
+
+ private:
+  const char* outer_;
+};
+
 // Resumes a suspended coroutine as a job of its start's pool: a join's
 // queued child, or a coroutine whose future became ready. Lives in the
 // frame of the coroutine that waits, which may end (and free it) as soon
@@ -55,6 +99,7 @@ struct coro_resume : job {
     auto* self = static_cast<coro_resume*>(j);
     const coro_root& r = *self->root;
     const running_scope running{r.owner, r.epoch};
+    const coro_stack_scope stack;
     // A traced pool's job (pool::execute set the thread's ring): one
     // predictable branch otherwise.
     if (current_trace != nullptr) [[unlikely]] {
@@ -181,7 +226,8 @@ class coro_promise_base {
 
   // A join's child has finished (docs/coroutines.md, "Join: what is
   // stolen"). If the next child is still on this worker's deque (its top,
-  // unless a thief took it), this one takes it back and hands on to it:
+  // unless a thief took it) and the stack has room for a hand-over
+  // (coro_stack_scope), this one takes it back and hands on to it:
   // nothing was stolen, so nothing needs an atomic, and the next one carries
   // this one's completion (owed). A child that finds its next sibling gone,
   // or that is the last, accounts for what it carries in `pending`; the one
@@ -200,7 +246,7 @@ class coro_promise_base {
         next.owed = owed + 1;
         return next.handle;
       }
-      if (worker* const self = tls.self; self == j.home) {
+      if (worker* const self = tls.self; self == j.home && coro_stack_scope::room()) {
         if (take_back(*s.root->owner, *self, next)) {
           // Ours now: no thief can see it. Plain store, same thread.
           next.owed = owed + 1;
@@ -225,9 +271,18 @@ class coro_promise_base {
 
   // Pops self's deque until `next` comes back (true) or the deque is empty
   // (false: a thief took it). Jobs on top of it, which this child pushed and
-  // left (a spawn), run here first, as join's take_back() runs them.
-  static bool take_back(pool& p, worker& self, coro_join_slot& next) noexcept {
-    for (job* top = self.deque.pop_expecting_private(); top != nullptr; top = self.deque.pop()) {
+  // left (a spawn), run here first, as join's take_back() runs them: out of
+  // line, so that the common case (next on top) stays small.
+  [[gnu::always_inline]] static bool take_back(pool& p, worker& self,
+                                               coro_join_slot& next) noexcept {
+    job* const top = self.deque.pop_expecting_private();
+    if (top == &next) [[likely]]
+      return true;
+    return take_back_slow(p, self, next, top);
+  }
+  [[gnu::noinline]] static bool take_back_slow(pool& p, worker& self, coro_join_slot& next,
+                                               job* top) noexcept {
+    for (; top != nullptr; top = self.deque.pop()) {
       if (top == &next) return true;
       worker::bump(self.counts.jobs);
       local::execute(p, top);
