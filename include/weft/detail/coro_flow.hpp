@@ -55,9 +55,7 @@ class coro_flow_awaiter : latch_waiter, coro_resume {
   [[nodiscard]] bool await_ready();
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) noexcept {
-    handle = h;
-    root = h.promise().root_;
-    label = "coro after flow";
+    arm(h, "coro after flow");
     this->notify = &notified;
     // false: the barrier has run meanwhile, resume at once. After a
     // successful subscribe the coroutine may already be resuming elsewhere:

@@ -17,6 +17,7 @@
 #include "coro_frame.hpp"
 #include "job.hpp"
 #include "local.hpp"
+#include "scheduler.hpp"
 #include "trace.hpp"
 
 namespace weft {
@@ -95,6 +96,15 @@ struct coro_resume : job {
   const char* label = "coro";
 
   coro_resume() noexcept { this->run = &resume_here; }
+
+  // Before a suspension: the coroutine to resume, its start's root, and
+  // what it waits for (the slice's label).
+  template <class P>
+  void arm(std::coroutine_handle<P> h, const char* what) noexcept {
+    handle = h;
+    root = h.promise().root_;
+    label = what;
+  }
   static void resume_here(job* j) noexcept {
     auto* self = static_cast<coro_resume*>(j);
     const coro_root& r = *self->root;
@@ -243,10 +253,16 @@ class coro_promise_base {
       coro_join_slot& next = j.slots[s.index + 1];
       if (j.home == nullptr) {
         // Chained: the parent waits for this transfer, so next is alive.
-        next.owed = owed + 1;
-        return next.handle;
-      }
-      if (worker* const self = tls.self; self == j.home && coro_stack_scope::room()) {
+        // Without room on the stack, next goes to the pool's queue (a
+        // sequential pool's thread runs it once this job has unwound, in
+        // the same order) and this child takes the counted path; only if
+        // no queue takes it does the chain nest one more frame.
+        job* queued = &next;
+        if (coro_stack_scope::room() || scheduler::publish(*s.root->owner, &queued, 1) == 0) {
+          next.owed = owed + 1;
+          return next.handle;
+        }
+      } else if (worker* const self = tls.self; self == j.home && coro_stack_scope::room()) {
         if (take_back(*s.root->owner, *self, next)) {
           // Ours now: no thief can see it. Plain store, same thread.
           next.owed = owed + 1;
