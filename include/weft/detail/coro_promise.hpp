@@ -51,7 +51,7 @@ struct coro_root {
 // counted path and returns to the worker's loop, which unwinds the stack
 // and runs the sibling from the deque. With tail calls the stack does not
 // grow, and the check always passes.
-inline constexpr std::ptrdiff_t coro_handover_stack = 64 * 1024;
+inline constexpr std::ptrdiff_t coro_handover_stack = std::ptrdiff_t{64} * 1024;
 // Where the innermost job that resumes coroutines began, on this thread's
 // stack; null outside one. Constant-initialised: no TLS guard.
 inline constinit thread_local const char* coro_stack_base = nullptr;
