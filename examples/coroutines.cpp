@@ -1,6 +1,7 @@
 // Coroutines on a weft pool: a fork-join fib with co_await weft::join, a
 // coroutine that awaits a task graph's run and a submitted job's future,
-// and one that sleeps on the pool's timers. While a coroutine waits it
+// one that awaits a data-flow task, and one that sleeps on the pool's
+// timers. While a coroutine waits it
 // holds no worker and no thread; it resumes as a job of its pool.
 #include <chrono>
 #include <cstdint>
@@ -21,6 +22,25 @@ weft::coro<int> graph_then_job(weft::pool& pool, weft::graph& g, const int& prod
   co_await pool.run(g);  // the coroutine is suspended while the graph runs
   const int doubled = co_await pool.submit([&product] { return 2 * product; });
   co_return doubled;
+}
+
+// Emplaces a small data flow and awaits one of its tasks: the coroutine
+// resumes once that task (and what it depends on) has finished, while the
+// flow's later tasks may still run.
+weft::coro<int> flow_steps(weft::pool& pool) {
+  weft::flow f{pool};
+  int a = 0;
+  int b = 0;
+  int sum = 0;
+  f.emplace([](int& x) { x = 20; }, weft::write(a));
+  f.emplace([](int& x) { x = 22; }, weft::write(b));
+  const weft::flow_task add = f.emplace([](const int& x, const int& y, int& s) { s = x + y; },
+                                        weft::read(a), weft::read(b), weft::write(sum));
+  f.emplace([](int& x) { x = 0; }, weft::write(a));  // after add: it reads a
+  co_await add;  // a task that threw would be rethrown here (and by f.wait())
+  const int seen = sum;
+  f.wait();
+  co_return seen;
 }
 
 weft::coro<int> ticks(int n) {
@@ -51,6 +71,9 @@ int main() {
   const int doubled = weft::sync_wait(pool, graph_then_job(pool, g, product));
   std::printf("graph product %d, doubled by a job: %d\n", product, doubled);
 
+  const int summed = weft::sync_wait(pool, flow_steps(pool));
+  std::printf("a flow task summed %d\n", summed);
+
   // Started and forgotten: pool.wait() waits for it while it sleeps.
   weft::spawn(pool, ticks(5));
   weft::future<int> timed = weft::submit(pool, ticks(3));
@@ -58,5 +81,5 @@ int main() {
   const int ticked = timed.get();
   std::printf("ticked %d times\n", ticked);
 
-  return f == 75025 && doubled == 84 && ticked == 3 ? 0 : 1;
+  return f == 75025 && doubled == 84 && summed == 42 && ticked == 3 ? 0 : 1;
 }

@@ -9,6 +9,7 @@
 
 #include "detail/context.hpp"
 #include "detail/coro_await.hpp"
+#include "detail/coro_flow.hpp"
 #include "detail/coro_join.hpp"
 #include "detail/coro_promise.hpp"
 #include "detail/scheduler.hpp"
@@ -48,7 +49,13 @@ struct coro_start final : future_state<T> {
     auto* self = static_cast<coro_start*>(static_cast<future_state<T>*>(j));
     const running_scope running{self->root.owner, self->root.epoch,
                                 static_cast<future_state<T>*>(self)};
-    self->h.resume();  // may finish the start, and free *self
+    const coro_stack_scope stack;
+    const std::coroutine_handle<> h = self->h;
+    if (current_trace != nullptr) [[unlikely]] {
+      coro_resume::traced_resume(h, "coro start");  // a traced pool's job
+      return;
+    }
+    h.resume();  // may finish the start, and free *self
   }
 
   // The root coroutine has finished (its final suspension point).

@@ -37,6 +37,9 @@ namespace weft {
 
 class flow;
 class flow_task;
+namespace detail {
+class coro_flow_awaiter;  // co_await of a flow_task in a weft::coro
+}  // namespace detail
 
 // ---------------------------------------------------------------------------
 // Access declarations: weft::read(x), write(x), commute(x), concurrent(x),
@@ -166,8 +169,10 @@ access_desc describe(const A& a) {
 }  // namespace detail
 
 /// A handle to an emplaced task: two words, freely copied. It names the task
-/// for dump(), and after(t) orders a later task after it. It stays usable
-/// after the task has finished (after() then adds no edge).
+/// for dump(), after(t) orders a later task after it, and inside a
+/// weft::coro `co_await t` suspends the coroutine until the task has
+/// finished (docs/coroutines.md). It stays usable after the task has
+/// finished (after() then adds no edge, co_await does not suspend).
 class flow_task {
  public:
   flow_task() noexcept = default;
@@ -180,6 +185,7 @@ class flow_task {
 
  private:
   friend class flow;
+  friend class detail::coro_flow_awaiter;
   friend after_access after(const flow_task& t);
   flow_task(detail::flow_node* n, std::uint32_t generation) noexcept
       : node_(n), generation_(generation) {}

@@ -98,10 +98,14 @@ bool flow_core::stopping() const noexcept {
 }
 
 void flow_core::fail(std::exception_ptr e) noexcept {
-  // Relaxed: see stopping(); the error itself is under the mutex.
-  status_.fetch_or(failed_bit, std::memory_order_relaxed);
-  std::lock_guard lock{error_mutex_};
-  if (!error_) error_ = std::move(e);
+  {
+    std::lock_guard lock{error_mutex_};
+    if (!error_) error_ = std::move(e);
+  }
+  // Release pairs with observe()'s acquire load: whoever sees the bit finds
+  // an error stored. stopping() reads it relaxed (a stop only has to be
+  // seen eventually).
+  status_.fetch_or(failed_bit, std::memory_order_release);
 }
 
 bool flow_core::take_locks(flow_node* n) noexcept {

@@ -48,8 +48,7 @@ class coro_future_awaiter : latch_waiter, coro_resume {
   [[nodiscard]] bool await_ready() const noexcept { return f_.ready(); }
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) noexcept {
-    handle = h;
-    root = h.promise().root_;
+    arm(h, "coro after future");
     this->notify = &notified;
     // false: set meanwhile, resume at once. After a successful subscribe
     // the coroutine may already be resuming elsewhere: nothing of *this is
@@ -86,8 +85,7 @@ class coro_sleep_awaiter : coro_resume {
   }
   template <class P>
   bool await_suspend(std::coroutine_handle<P> h) {
-    handle = h;
-    root = h.promise().root_;
+    arm(h, "coro after sleep");
     // If this throws, no timer is left: a callable it made and destroyed
     // found the gate open and left the resumption to us, and the exception
     // resumes the coroutine at once (the await throws it).

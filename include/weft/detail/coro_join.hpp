@@ -16,18 +16,25 @@
 
 namespace weft::detail {
 
-// The awaiter, in the parent's frame: the children and one resumption job
-// per child, so that a join allocates nothing beyond the children's frames.
-// The parent suspends, queues children 1..n-1 on its worker's deque (any
-// idle worker may steal them), and transfers to child 0. Whoever finishes
-// last (pending reaches 0) resumes the parent by symmetric transfer; a child
-// that finishes earlier returns to its job's caller, which on a worker pops
-// the next queued child from the top of its own deque, so that nothing
-// stolen means one thread running the children in order, depth first.
-// pending cannot reach 0 before child 0 has started, which await_suspend()
-// does last: the parent is never resumed while it is still suspending. On a
-// thread that is not one of the pool's workers (a sequential pool's), the
-// children are chained instead: each one that finishes transfers to the
+// The awaiter, in the parent's frame: the children and one slot (the job
+// that resumes it from a deque) per child, so that a join allocates nothing
+// beyond the children's frames. The parent suspends, pushes children
+// 1..n-1 onto its worker's deque, last first, and transfers to child 0. A
+// child that finishes takes the next one back from the deque's top and
+// hands on to it (coro_promise_base::finish_child()), so that with nothing
+// stolen one thread runs the children in order, depth first, with no
+// atomic read-modify-write, and the last one resumes the parent. Idle
+// workers steal queued children from the bottom, the last ones first; a
+// child that finds its next sibling gone decrements `pending` by the
+// children it carries, and whoever brings it to zero resumes the parent.
+// pending cannot reach 0 before child 0 has finished, and child 0 starts
+// only when await_suspend() returns it: the parent is never resumed while
+// it is still suspending. The children are pushed into the deque's private
+// part, as join's second half is (thieves see them once the worker's
+// public part runs dry, or once it goes back to its loop): the children of
+// one join never wait for each other but through the join. On a thread
+// that is not one of the pool's workers (a sequential pool's), the
+// children are chained instead: each one that finishes hands on to the
 // next, so that they run in argument order, depth first, with no queue.
 template <class... Ts>
 class coro_join_awaiter : coro_join_link {
@@ -59,41 +66,46 @@ class coro_join_awaiter : coro_join_link {
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
     coro_root* const r = h.promise().root_;
     parent = h;
-    // Relaxed: the queues hand it to the thieves with the jobs (a steal
-    // acquires what the push released).
+    slots = slots_.data();
+    count = n;
+    // Relaxed: the queues hand it to the thieves with the slots (a steal
+    // acquires what the publication of the deque's items released).
     pending.store(n, std::memory_order_relaxed);
     link(r, std::index_sequence_for<Ts...>{});
     if (worker* const self = tls.self; self != nullptr && tls.owner == r->owner) {
-      // Last child first, so that child 1 is on top when child 0 returns.
+      home = self;
+      // Last child first, so that child 1 is on top when child 0 finishes.
       for (std::size_t i = n - 1; i >= 1; --i) {
         try {
-          local::push_public(*r->owner, *self, &slots_[i]);
-        } catch (...) {  // the deque could not grow: run the child here, now
+          local::push_private(*r->owner, *self, &slots_[i]);
+        } catch (...) {
+          // The deque could not grow: run the child here, now. It takes
+          // back the ones pushed after it, and leaves pending above 0
+          // (child 0 has not run).
           coro_resume::resume_here(&slots_[i]);
         }
       }
-    } else {
-      // A sequential pool's thread (or, rarely, a resumption off the pool):
-      // the children run here one after the other, in argument order, each
-      // finished one transferring to the next (coro_promise_base::finished).
-      chain = slots_.data();
-      count = n;
     }
-    // A child run here meanwhile finished without resuming the parent:
-    // child 0 keeps pending above 0.
+    // else: a sequential pool's thread (or, rarely, a resumption off the
+    // pool): home stays null, and the children run here one after the
+    // other, in argument order, each finished one handing on to the next.
     return slots_[0].handle;
   }
 
   // Every child's result, or the exception of the first child (in argument
   // order) that threw, once all have finished.
   std::tuple<result_t<Ts>...> await_resume() {
-    std::exception_ptr first;
+    // The first error by address: no exception_ptr copy on the way.
+    const std::exception_ptr* first = nullptr;
     std::apply(
         [&first](coro<Ts>&... c) {
-          ((first = first ? first : coro_access::handle(c).promise().error_), ...);
+          ((first = first != nullptr || !coro_access::handle(c).promise().error_
+                        ? first
+                        : &coro_access::handle(c).promise().error_),
+           ...);
         },
         children_);
-    if (first) std::rethrow_exception(first);
+    if (first != nullptr) std::rethrow_exception(*first);
     return std::apply([](coro<Ts>&... c) { return std::tuple<result_t<Ts>...>{take(c)...}; },
                       children_);
   }
@@ -101,15 +113,19 @@ class coro_join_awaiter : coro_join_link {
  private:
   template <std::size_t... I>
   void link(coro_root* r, std::index_sequence<I...> /*indices*/) noexcept {
-    (link_one(r, std::get<I>(children_), slots_[I]), ...);
+    (link_one(r, std::get<I>(children_), slots_[I], I), ...);
   }
   template <class T>
-  void link_one(coro_root* r, coro<T>& c, coro_resume& slot) noexcept {
+  void link_one(coro_root* r, coro<T>& c, coro_join_slot& slot, std::size_t index) noexcept {
     auto h = coro_access::handle(c);
     h.promise().root_ = r;
-    h.promise().join_ = this;
+    h.promise().slot_ = &slot;
     slot.handle = h;
     slot.root = r;
+    slot.label = "coro join child";
+    slot.link = this;
+    slot.index = index;
+    slot.owed = 1;
   }
   template <class T>
   static result_t<T> take(coro<T>& c) {
@@ -122,7 +138,7 @@ class coro_join_awaiter : coro_join_link {
   }
 
   std::tuple<coro<Ts>...> children_;
-  std::array<coro_resume, n> slots_;
+  std::array<coro_join_slot, n> slots_;
 };
 
 }  // namespace weft::detail

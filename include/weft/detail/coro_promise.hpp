@@ -16,10 +16,14 @@
 #include "context.hpp"
 #include "coro_frame.hpp"
 #include "job.hpp"
+#include "local.hpp"
+#include "scheduler.hpp"
+#include "trace.hpp"
 
 namespace weft {
 
 class pool;
+class flow_task;
 template <class T = void>
 class coro;
 
@@ -36,17 +40,48 @@ struct coro_root {
   std::atomic<bool> stop{false};
 };
 
-struct coro_resume;
+// The hand-over from a join's child to its next sibling is a symmetric
+// transfer, a tail call only where the compiler makes it one (GCC at -O2,
+// Clang; not GCC at -O0/-O1, nor under the sanitizers, whose hooks keep
+// the caller's frame). Without it every hand-over nests a native frame, and
+// a fork-join tree with nothing stolen would run as one chain of them. So a
+// child hands over only while the stack has grown less than
+// coro_handover_stack since the job that runs it began (coro_stack_scope,
+// set by every job that resumes a coroutine); past that it takes the
+// counted path and returns to the worker's loop, which unwinds the stack
+// and runs the sibling from the deque. With tail calls the stack does not
+// grow, and the check always passes.
+inline constexpr std::ptrdiff_t coro_handover_stack = std::ptrdiff_t{64} * 1024;
+// Where the innermost job that resumes coroutines began, on this thread's
+// stack; null outside one. Constant-initialised: no TLS guard.
+inline constinit thread_local const char* coro_stack_base = nullptr;
 
-// A join's children report to it as they finish (detail/coro_join.hpp).
-// `chain`: the children's resumptions when they run one after the other on
-// one thread (a sequential pool), each finished child transferring to the
-// next; nullptr when they were queued for the workers.
-struct coro_join_link {
-  std::atomic<std::size_t> pending{0};
-  std::coroutine_handle<> parent;
-  coro_resume* chain = nullptr;
-  std::size_t count = 0;
+[[gnu::always_inline]] inline const char* coro_stack_here() noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  return static_cast<const char*>(__builtin_frame_address(0));
+#else
+  return nullptr;  // unknown: no limit
+#endif
+}
+
+// Marks the stack where a job that resumes a coroutine begins.
+class coro_stack_scope {
+ public:
+  coro_stack_scope() noexcept : outer_(coro_stack_base) { coro_stack_base = coro_stack_here(); }
+  coro_stack_scope(const coro_stack_scope&) = delete;
+  coro_stack_scope& operator=(const coro_stack_scope&) = delete;
+  ~coro_stack_scope() { coro_stack_base = outer_; }
+
+  // Whether a hand-over may nest one more frame here (stacks grow down on
+  // every platform weft runs on).
+  [[nodiscard]] static bool room() noexcept {
+    const char* const base = coro_stack_base;
+    const char* const here = coro_stack_here();
+    return base == nullptr || here == nullptr || base - here < coro_handover_stack;
+  }
+
+ private:
+  const char* outer_;
 };
 
 // Resumes a suspended coroutine as a job of its start's pool: a join's
@@ -56,20 +91,80 @@ struct coro_join_link {
 struct coro_resume : job {
   std::coroutine_handle<> handle;
   coro_root* root = nullptr;
+  // The resumption's slice in a traced pool's trace (docs/tracing.md,
+  // docs/coroutines.md): what the coroutine waited for.
+  const char* label = "coro";
 
   coro_resume() noexcept { this->run = &resume_here; }
+
+  // Before a suspension: the coroutine to resume, its start's root, and
+  // what it waits for (the slice's label).
+  template <class P>
+  void arm(std::coroutine_handle<P> h, const char* what) noexcept {
+    handle = h;
+    root = h.promise().root_;
+    label = what;
+  }
   static void resume_here(job* j) noexcept {
     auto* self = static_cast<coro_resume*>(j);
     const coro_root& r = *self->root;
     const running_scope running{r.owner, r.epoch};
+    const coro_stack_scope stack;
+    // A traced pool's job (pool::execute set the thread's ring): one
+    // predictable branch otherwise.
+    if (current_trace != nullptr) [[unlikely]] {
+      traced_resume(self->handle, self->label);
+      return;
+    }
     self->handle.resume();  // the last touch of *self
   }
+
+  // The resumption as a slice named `label`, inside the job's slice. The
+  // coroutine may free *this while it runs: only copies are used after.
+  [[gnu::noinline]] static void traced_resume(std::coroutine_handle<> h,
+                                              const char* label) noexcept {
+    const task_trace slice{label, 0};
+    h.resume();
+  }
+};
+
+// A join's child as its siblings and its queue see it (detail/coro_join.hpp,
+// docs/coroutines.md, "Join: what is stolen"): the job that resumes it when
+// it is taken from a deque, and its place in the join.
+struct coro_join_link;
+struct coro_join_slot : coro_resume {
+  coro_join_link* link = nullptr;
+  std::size_t index = 0;
+  // How many of the join's children finished into this one: 1 (itself)
+  // plus those handed on to it one after the other (finished()). Written by
+  // the parent before the slot is queued, and by the sibling before this
+  // one that took the slot back from its own deque, which then owns it.
+  std::size_t owed = 1;
+};
+
+// What a join's children share. `home`: the worker on whose deque children
+// 1..count-1 wait; null when they are chained instead (a thread that is not
+// one of the pool's workers: each finished child hands on to the next).
+struct coro_join_link {
+  std::atomic<std::size_t> pending{0};
+  std::coroutine_handle<> parent;
+  coro_join_slot* slots = nullptr;
+  std::size_t count = 0;
+  worker* home = nullptr;
 };
 
 template <class T>
 class coro_promise;
 template <class U>
 class coro_future_awaiter;
+class coro_flow_awaiter;
+// coro_flow_awaiter, named through F so that it needs to be complete only
+// where a flow task is awaited (detail/coro_flow.hpp, included by
+// weft/coro.hpp).
+template <class F>
+struct coro_flow_awaiter_of {
+  using type = coro_flow_awaiter;
+};
 template <class T>
 struct coro_awaiter;
 
@@ -116,6 +211,13 @@ class coro_promise_base {
     check_stop();
     return coro_future_awaiter<U>{f};
   }
+  // co_await of a weft::flow_task (detail/coro_flow.hpp).
+  template <class F>
+  requires std::is_same_v<std::remove_cvref_t<F>, flow_task>
+  typename coro_flow_awaiter_of<F>::type await_transform(F&& t) const {
+    check_stop();
+    return typename coro_flow_awaiter_of<F>::type{t};
+  }
   void check_stop() const {
     // Relaxed: see coro_root::stop.
     if (root_ != nullptr && root_->stop.load(std::memory_order_relaxed)) [[unlikely]] {
@@ -125,35 +227,88 @@ class coro_promise_base {
 
   [[nodiscard]] std::coroutine_handle<> finished() noexcept {
     if (continuation_) return continuation_;
-    if (join_ != nullptr) {
-      coro_join_link* const j = join_;
-      // Read before the decrement: once it is done, the last child may
-      // resume the parent on another thread, and the parent may end the
-      // join (and reuse its memory for the next one) while we still run.
-      // Only the last child, whom the parent waits for, reads j after it.
-      coro_resume* const chain = j->chain;
-      const std::size_t count = j->count;
-      // acq_rel: release publishes this child's result to whoever finishes
-      // last; acquire, in the last one, sees every other child's (the
-      // decrements form one release sequence). The last one resumes the
-      // parent, which reads all results.
-      const std::size_t left = j->pending.fetch_sub(1, std::memory_order_acq_rel) - 1;
-      if (left == 0) return j->parent;
-      // A chained join runs on one thread, so its parent waits for this
-      // transfer: its slots are alive. Children finish in order, so with
-      // `left` of them to go the next one is count - left.
-      if (chain != nullptr) return chain[count - left].handle;
-      return std::noop_coroutine();
-    }
+    if (slot_ != nullptr) return finish_child(*slot_);
     // A start's root: completes its future, and frees this frame.
     void (*const done)(void*) noexcept = done_;
     done(done_arg_);
     return std::noop_coroutine();
   }
 
+  // A join's child has finished (docs/coroutines.md, "Join: what is
+  // stolen"). If the next child is still on this worker's deque (its top,
+  // unless a thief took it) and the stack has room for a hand-over
+  // (coro_stack_scope), this one takes it back and hands on to it:
+  // nothing was stolen, so nothing needs an atomic, and the next one carries
+  // this one's completion (owed). A child that finds its next sibling gone,
+  // or that is the last, accounts for what it carries in `pending`; the one
+  // that brings it to zero resumes the parent. A child that carries every
+  // child's completion (owed == count: the children ran one after the other,
+  // each handed on to by the one before) resumes the parent with no atomic
+  // at all.
+  [[nodiscard]] static std::coroutine_handle<> finish_child(coro_join_slot& s) noexcept {
+    coro_join_link& j = *s.link;
+    const std::size_t owed = s.owed;
+    const std::size_t count = j.count;
+    if (s.index + 1 < count) {
+      coro_join_slot& next = j.slots[s.index + 1];
+      if (j.home == nullptr) {
+        // Chained: the parent waits for this transfer, so next is alive.
+        // Without room on the stack, next goes to the pool's queue (a
+        // sequential pool's thread runs it once this job has unwound, in
+        // the same order) and this child takes the counted path; only if
+        // no queue takes it does the chain nest one more frame.
+        job* queued = &next;
+        if (coro_stack_scope::room() || scheduler::publish(*s.root->owner, &queued, 1) == 0) {
+          next.owed = owed + 1;
+          return next.handle;
+        }
+      } else if (worker* const self = tls.self; self == j.home && coro_stack_scope::room()) {
+        if (take_back(*s.root->owner, *self, next)) {
+          // Ours now: no thief can see it. Plain store, same thread.
+          next.owed = owed + 1;
+          return next.handle;
+        }
+      }
+    }
+    // Every child carried here: all finished before us, on this thread or
+    // handed on along it; nobody else touches the join.
+    if (owed == count) return j.parent;
+    // Read before the decrement: once it is done, the last child may
+    // resume the parent on another thread, and the parent may end the join
+    // (and reuse its memory for the next one) while we still run. Only the
+    // last one, whom the parent waits for, reads j after it.
+    // acq_rel: release publishes the results of this child and of those it
+    // carries to whoever brings the count to zero; acquire, in that one,
+    // sees every other child's (the decrements form one release sequence).
+    // It then resumes the parent, which reads all results.
+    if (j.pending.fetch_sub(owed, std::memory_order_acq_rel) == owed) return j.parent;
+    return std::noop_coroutine();
+  }
+
+  // Pops self's deque until `next` comes back (true) or the deque is empty
+  // (false: a thief took it). Jobs on top of it, which this child pushed and
+  // left (a spawn), run here first, as join's take_back() runs them: out of
+  // line, so that the common case (next on top) stays small.
+  [[gnu::always_inline]] static bool take_back(pool& p, worker& self,
+                                               coro_join_slot& next) noexcept {
+    job* const top = self.deque.pop_expecting_private();
+    if (top == &next) [[likely]]
+      return true;
+    return take_back_slow(p, self, next, top);
+  }
+  [[gnu::noinline]] static bool take_back_slow(pool& p, worker& self, coro_join_slot& next,
+                                               job* top) noexcept {
+    for (; top != nullptr; top = self.deque.pop()) {
+      if (top == &next) return true;
+      worker::bump(self.counts.jobs);
+      local::execute(p, top);
+    }
+    return false;
+  }
+
   coro_root* root_ = nullptr;
   std::coroutine_handle<> continuation_;
-  coro_join_link* join_ = nullptr;
+  coro_join_slot* slot_ = nullptr;  // a join's child
   void (*done_)(void*) noexcept = nullptr;
   void* done_arg_ = nullptr;
   std::exception_ptr error_;
@@ -218,8 +373,8 @@ struct coro_awaiter {
 /// weft::spawn, weft::sync_wait: weft/coro.hpp). T is void or a value type
 /// (not a reference). Move-only; destroying a coro that has not been
 /// started frees its frame. Inside a coro, `co_await` takes another
-/// coro<U>, a weft::future<U>, weft::join(coros...) and weft::sleep_for /
-/// sleep_until (docs/coroutines.md).
+/// coro<U>, a weft::future<U>, a weft::flow_task, weft::join(coros...) and
+/// weft::sleep_for / sleep_until (docs/coroutines.md).
 template <class T>
 class coro {
   static_assert(!std::is_reference_v<T>,

@@ -40,6 +40,7 @@ class flow_core;
 struct flow_node;
 class task_trace;  // detail/trace.hpp
 class commute_lock;
+struct flow_watch;  // detail/coro_flow.hpp
 
 // A combined object of a reduce run: one private copy per worker plus one
 // for other threads; combine() folds them into the object in worker order.
@@ -268,6 +269,11 @@ class flow_core {
   void set_name(flow_node* n, std::uint32_t generation, std::string_view name);
   // An exception no wait() rethrew goes to the pool's error path.
   void report_left_errors() noexcept;
+  // co_await of a flow task (detail/coro_flow.hpp, src/flow/await.cpp): a
+  // producer operation, as wait(x) is. False, with w filled, if the task
+  // (n at `generation`) has finished; else a barrier task after it fills w
+  // and sets w.reached when it runs.
+  bool watch(flow_node* n, std::uint32_t generation, flow_watch& w);
 
   [[nodiscard]] pool& owner() const noexcept { return *pool_; }
 
@@ -320,6 +326,9 @@ class flow_core {
   void remember_predecessor(flow_node* n, node_ref r);
   std::int32_t subscribe_futures(flow_node* n, const access_desc* accesses, std::size_t count);
   static void on_future_ready(latch_waiter* w) noexcept;
+  // Records in w whether the flow has stopped, and why (watch()).
+  void observe(flow_watch& w) noexcept;
+  static void observe_at_barrier(flow_node* n) noexcept;
 
   // Running.
   flow_node* execute(flow_node* n, bool from_queue, bool keep_next) noexcept;
