@@ -217,11 +217,11 @@ fi
 
 if want 5 "clang-tidy"; then
 need_release_build 5
-section "5/12 clang-tidy (src/*.cpp, src/graph/*.cpp, src/flow/*.cpp, src/mpi/*.cpp, src/platform/linux.cpp, examples/*.cpp, examples/blas/*.cpp)"
+section "5/12 clang-tidy (src/*.cpp, src/core/*.cpp, src/graph/*.cpp, src/flow/*.cpp, src/mpi/*.cpp, src/platform/linux.cpp, examples/*.cpp, examples/blas/*.cpp)"
 shopt -s nullglob
 # Of the platform layer, the source this build compiles (the others need
 # their system's headers).
-tidy_files=(src/*.cpp src/graph/*.cpp src/flow/*.cpp src/mpi/*.cpp src/platform/linux.cpp
+tidy_files=(src/*.cpp src/core/*.cpp src/graph/*.cpp src/flow/*.cpp src/mpi/*.cpp src/platform/linux.cpp
   examples/*.cpp examples/blas/*.cpp)
 shopt -u nullglob
 if [[ ${#tidy_files[@]} -eq 0 ]]; then
