@@ -2,9 +2,9 @@
  * verify/idle.pml: SPIN model of how weft decides that a pool is idle, and
  * of pool.wait() waiting only for what was submitted before it began
  * (quiescent(), total(), count_spawn(), count_shared(), spawn_epoch(),
- * retire(), flush(), drain_epochs(), wait() in src/pool.cpp and
- * include/weft/pool.hpp; worker::free_remote()/flush_remote() in
- * include/weft/detail/context.hpp; argued in docs/waiting.md, whose last
+ * retire(), flush(), drain_epochs(), wait() in src/pool.cpp,
+ * src/core/wait.cpp and include/weft/pool.hpp;
+ * worker::free_remote()/flush_remote() in include/weft/detail/context.hpp; argued in docs/waiting.md, whose last
  * section maps every step below to the code). Three forms of wait():
  *
  *   default      one pair of counts per job cache; wait() is the double
@@ -18,7 +18,7 @@
  *                parity (e+1)&1 is balanced, (2) flips epoch from e to e+1
  *                if it is still e (under a mutex among waiters), (3) waits
  *                until parity e&1 is balanced;
- *   -DEPOCH -DDRAIN  the epoch design as src/pool.cpp implements it: wait()
+ *   -DEPOCH -DDRAIN  the epoch design as src/core/wait.cpp implements it: wait()
  *                reads target = epoch, then for e = drained_epoch + 1 up to
  *                target: flips e to e+1 if the epoch is still e, waits until
  *                parity e&1 is balanced, records drained_epoch = e (the
@@ -461,7 +461,7 @@ proctype waiter(byte me) {
 wait_begins:
      atomic { mystart = wstart; wstart++; inprog[me] = true; ninprog++; release_held(); hold_gen++ };
 #if defined(EPOCH) && defined(DRAIN)
-     /* pool::wait() and drain_epochs() as in src/pool.cpp */
+     /* pool::wait() and drain_epochs() as in src/core/wait.cpp */
 read_target:
      atomic { e = epoch; ein[me] = e };              /* target = epoch_.load(seq_cst) */
      do

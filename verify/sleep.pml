@@ -1,7 +1,7 @@
 /*
  * verify/sleep.pml: SPIN model of weft's sleep/wake protocol
  * (include/weft/detail/sleep.hpp, src/sleep.cpp, pool::idle(), pool::push()
- * and pool::all_queues_empty() in src/pool.cpp; argued in docs/sleep.md,
+ * and pool::all_queues_empty() in src/core/dispatch.cpp; argued in docs/sleep.md,
  * whose last section maps every step below to the code).
  *
  * Memory model: Promela interleaves whole statements, so every execution is

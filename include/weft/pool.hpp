@@ -513,6 +513,9 @@ class pool {
   bool drain_epochs(std::uint64_t target, Wait&& wait_until_drained);
   // wait(), or with a deadline wait_for(); false if the deadline came first.
   bool wait_until_idle(std::optional<std::chrono::steady_clock::time_point> deadline);
+  // The destructor's drain: waits, the way the calling thread should, until
+  // every counted job has finished.
+  void drain_all();
   void wake_idle_waiters() noexcept {
     // seq_cst: the increment of a finished count before this and this load
     // form a Dekker pair with block_until()'s increment of idle_waiters_

@@ -1,0 +1,280 @@
+// The waits of the pool: wait() and wait_for() (epochs drained in order,
+// docs/waiting.md), the destructor's drain, a latch's await from any
+// thread, and a stand-in's scope. Every wait decides how the calling thread
+// waits through wait_on() (weft/pool.hpp): running jobs, helping its own
+// pool, or blocking until notify_idle() (in dispatch.cpp, beside the
+// worker's loop that calls it most) wakes it.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+#include "weft/detail/fault.hpp"
+#include "weft/detail/visit.hpp"
+#include "weft/pool.hpp"
+
+namespace weft {
+
+template <class Done, class Block>
+void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block,
+                         std::chrono::steady_clock::time_point deadline) {
+  // nap_until() subscribes a waiter to the latch; it does not change its
+  // value. A thread that helps naps on the latch when it has nothing to
+  // run, and set() wakes it (docs/waiting.md, "A worker's wait that finds
+  // nothing to run").
+  auto nap = [&l, deadline](std::chrono::microseconds d) {
+    const_cast<detail::latch&>(l).nap_until(
+        std::min(std::chrono::steady_clock::now() + d, deadline));
+  };
+  // Our worker (or a thread running our sequential jobs) keeps the pool
+  // alive. Any other thread saw the latch unset but may not touch the pool
+  // until it has published its visit and checked again: the pool is
+  // destroyed once the latch's job has finished (docs/waiting.md).
+  if (detail::tls.owner == this) {
+    wait_on(done, block, nap);
+    return;
+  }
+  detail::fault::at(detail::fault::await_point::entered);
+  const detail::visit_scope visit{this};
+  if (l.is_set_now()) return;
+  detail::fault::at(detail::fault::await_point::visiting);
+  wait_on(done, block, nap);
+}
+
+pool::stand_in_scope::stand_in_scope(pool& p) : p_(p) {
+  // Only a thread that is nobody to any pool: not a worker, not running a
+  // sequential pool's jobs, helping none, in no worker hook (all of which
+  // this_worker::index() reports).
+  const detail::context& ctx = detail::tls;
+  if (ctx.owner != nullptr || ctx.helping != nullptr ||
+      ctx.helper_index != detail::no_helper_index || p.sequential() || p.size() < 2 || p.paused()) {
+    return;
+  }
+  helper_.emplace(p);
+  if (!helper_->held()) {
+    helper_.reset();
+    return;
+  }
+  try {
+    ticket_ = p.count_spawn();  // throws pool_closed once the destructor has begun
+  } catch (...) {
+    helper_.reset();
+    throw;
+  }
+  running_.emplace(&p, ticket_.epoch);
+  p.sleep_.enter_guest();
+  detail::tls.standing_in = &p;
+  held_ = true;
+}
+
+pool::stand_in_scope::~stand_in_scope() {
+  if (!held_) return;
+  detail::tls.standing_in = nullptr;
+  running_.reset();  // the innermost scope of this thread: unlinked first
+  // A producer that saw the guest did not wake a sleeper for its job: the
+  // seq_cst loads of this re-check pair with its push, as leave_guest()'s
+  // RMW pairs with its load of the state (detail/sleep.hpp).
+  p_.sleep_.leave_guest();
+  if (!p_.all_queues_empty()) p_.sleep_.new_work();
+  helper_.reset();
+  p_.count_finished(*ticket_.cache, ticket_.epoch, 1);
+  p_.end_submission(ticket_);  // last: the pool may be destroyed from here on
+}
+
+void pool::await(const detail::latch& l) {
+  auto is_set = [&l] { return l.is_set(); };
+  // block() installs our parker in the latch; it does not change its value.
+  wait_on_latch(
+      l, is_set, [&] { const_cast<detail::latch&>(l).block(); },
+      std::chrono::steady_clock::time_point::max());
+}
+
+bool pool::help_from_lane(detail::lane& mine) noexcept {
+  const helper_scope helper{*this};
+  if (!helper.held()) return false;
+  detail::job* j = nullptr;
+  // Our visit (pool::await) or the wait's contract keeps the pool, and so
+  // the lane, alive.
+  if (mine.queue.take(&j, 1) == 0) return false;
+  // j is counted and has not finished, so the destructor cannot get past
+  // its drain before j retires: the pool is alive until then. Count
+  // ourselves a visitor, as help_loop() does, for what retire() touches
+  // after the finish count. Relaxed: it precedes j's seq_cst finish count
+  // in program order, which the destructor reads before visitors_.
+  visitors_.fetch_add(1, std::memory_order_relaxed);
+  ++detail::tls.depth;
+  execute(j);
+  --detail::tls.depth;
+  // Release pairs with the acquire load in the destructor.
+  visitors_.fetch_sub(1, std::memory_order_release);
+  return true;
+}
+
+bool pool::await_until(const detail::latch& l, std::chrono::steady_clock::time_point deadline) {
+  // A worker helps until the latch is set or the deadline has passed (it
+  // looks between jobs, so a long job makes it late).
+  auto set_or_late = [&] { return l.is_set() || std::chrono::steady_clock::now() >= deadline; };
+  wait_on_latch(
+      l, set_or_late, [&] { const_cast<detail::latch&>(l).block_until(deadline); }, deadline);
+  return l.is_set();
+}
+
+template <class Done>
+void pool::block_until(Done& done) {
+  // quiescent()'s seq_cst loads also make the jobs' effects visible: they
+  // read the counts the jobs' runners increased after running them.
+  std::unique_lock lock{idle_mutex_};
+  // seq_cst: see wake_idle_waiters().
+  idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  // Relaxed: a hint for the workers (flush_requested()).
+  flush_wanted_.fetch_add(1, std::memory_order_relaxed);
+  // A worker that runs out of work wakes us (flush()). One that never does
+  // hands its counts over without waking anybody (flush_now_and_then()), so
+  // re-check every millisecond: only while somebody waits on a busy pool.
+  while (!idle_cv_.wait_for(lock, std::chrono::milliseconds{1}, done)) {
+  }
+  flush_wanted_.fetch_sub(1, std::memory_order_relaxed);
+  idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+template <class Done>
+void pool::nap_until_idle(Done& done, std::chrono::microseconds d,
+                          std::optional<std::chrono::steady_clock::time_point> deadline) {
+  if (deadline) {
+    d = std::min(d, std::chrono::ceil<std::chrono::microseconds>(*deadline -
+                                                                 std::chrono::steady_clock::now()));
+    if (d <= std::chrono::microseconds::zero()) return;
+  }
+  detail::worker* self = detail::tls.self;
+  if (self == nullptr) {
+    std::this_thread::sleep_for(d);
+    return;
+  }
+  detail::fault::before_nap();
+  // In the list, under idle_mutex_, from its construction to its
+  // destruction, however the nap ends.
+  struct listed {
+    pool& p;
+    idle_napper node;
+    listed(pool& owner, detail::parker& parker) : p(owner), node{&parker, nullptr} {
+      const std::lock_guard lock{p.idle_mutex_};
+      node.next = p.idle_nappers_;
+      p.idle_nappers_ = &node;
+      // seq_cst: as block_until()'s, a Dekker pair with wake_idle_waiters():
+      // either the look at done() below sees the jobs finished, or their
+      // runner sees us and its notify_idle(), which takes the lock after
+      // ours, unparks us.
+      p.idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    }
+    listed(const listed&) = delete;
+    listed& operator=(const listed&) = delete;
+    ~listed() {
+      const std::lock_guard lock{p.idle_mutex_};
+      idle_napper** link = &p.idle_nappers_;
+      while (*link != &node) link = &(*link)->next;
+      *link = node.next;
+      p.idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  } const me{*this, self->nap};
+  if (!done()) self->nap.park_for(d);
+}
+
+template <class Wait>
+bool pool::drain_epochs(std::uint64_t target, Wait&& wait_until_drained) {
+  // Epoch e's jobs are counted in parity e & 1. Epochs drain in order, and
+  // a parity is reused (by the flip to e + 2) only after epoch e was seen
+  // drained, so a parity never holds two epochs' jobs (docs/waiting.md).
+  for (;;) {
+    // Acquire pairs with the release store below (another waiter's).
+    const std::uint64_t drained = drained_epoch_.load(std::memory_order_acquire);
+    if (drained >= target) return true;
+    const std::uint64_t e = drained + 1;
+    {
+      std::lock_guard lock{epoch_mutex_};
+      // Epoch e - 1 has drained, so parity (e + 1) & 1 is free: move new
+      // submissions there. seq_cst: ordered with the load in spawn_epoch().
+      if (epoch_.load(std::memory_order_relaxed) == e) {
+        epoch_.store(e + 1, std::memory_order_seq_cst);
+      }
+    }
+    // Until the parity is quiescent, or another waiter has seen epoch e
+    // drained: after that the parity may be reused for epoch e + 2, whose
+    // jobs came after us. False: the caller gave up (a timed wait); epoch e
+    // is left for the next waiter to record.
+    if (!wait_until_drained(e)) return false;
+    bool recorded = false;
+    {
+      std::lock_guard lock{epoch_mutex_};
+      if (drained_epoch_.load(std::memory_order_relaxed) < e) {
+        // Release pairs with the acquire loads above and in wait().
+        drained_epoch_.store(e, std::memory_order_release);
+        recorded = true;
+      }
+    }
+    // Other waiters blocked on epoch e may stop now. seq_cst: as in
+    // wake_idle_waiters(), against a blocking waiter's increment and check.
+    if (recorded && idle_waiters_.load(std::memory_order_seq_cst) != 0) notify_idle();
+  }
+}
+
+void pool::wait() { wait_until_idle(std::nullopt); }
+
+bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  if (on_own_worker()) {
+    throw usage_error("weft::pool::wait() was called from a job of pool '" + name_ +
+                      "' and would wait for itself; wait on a future or a task_group there, "
+                      "or use wait_until()");
+  }
+  if (detail::tls.standing_in == this) {
+    throw usage_error(
+        "weft::pool::wait() was called from an element function of a parallel "
+        "algorithm whose caller runs it in a worker's place on pool '" +
+        name_ +
+        "', and would wait for that loop itself; wait on a future or a "
+        "task_group there, or use wait_until()");
+  }
+  // Jobs submitted from now on belong to a later epoch than target; the
+  // ones submitted so far, and everything they spawn, to target or earlier.
+  const std::uint64_t target = epoch_.load(std::memory_order_seq_cst);
+  // A worker of another pool waits by helping its own pool and never blocks
+  // here: tell our workers to hand over their counts meanwhile
+  // (flush_requested). A blocking waiter does so through idle_waiters_.
+  const pool* own = detail::tls.owner;
+  const bool helping = !sequential() && own != nullptr && !own->sequential();
+  // Relaxed: a hint; see flush_requested().
+  if (helping) flush_wanted_.fetch_add(1, std::memory_order_relaxed);
+  struct leave_guard {
+    std::atomic<std::size_t>* waiters;
+    ~leave_guard() {
+      if (waiters != nullptr) waiters->fetch_sub(1, std::memory_order_relaxed);
+    }
+  } guard{helping ? &flush_wanted_ : nullptr};
+  auto late = [&deadline] { return deadline && std::chrono::steady_clock::now() >= *deadline; };
+  const bool idle = drain_epochs(target, [&](std::uint64_t e) {
+    const auto parity = static_cast<unsigned>(e & 1);
+    auto drained = [this, parity, e] {
+      // Acquire pairs with the release store in drain_epochs().
+      return drained_epoch_.load(std::memory_order_acquire) >= e || quiescent(parity, parity);
+    };
+    // A timed wait also stops at the deadline; block_until() looks at it
+    // at least every millisecond.
+    auto drained_or_late = [&] { return drained() || late(); };
+    auto nap = [&](std::chrono::microseconds d) { nap_until_idle(drained_or_late, d, deadline); };
+    wait_on(
+        drained_or_late, [&] { block_until(drained_or_late); }, nap);
+    return drained();
+  });
+  if (!idle) return false;
+  rethrow_pending_error();
+  return true;
+}
+
+void pool::drain_all() {
+  auto drained = [this] { return quiescent(); };
+  auto nap = [&](std::chrono::microseconds d) { nap_until_idle(drained, d, std::nullopt); };
+  wait_on(
+      drained, [&] { block_until(drained); }, nap);
+}
+
+}  // namespace weft
