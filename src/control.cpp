@@ -2,7 +2,8 @@
 // per-worker mailboxes of spawn_on; bounded submission with its overflow
 // policies (weft::job, the handle an overflow callable gets, is in
 // src/job.cpp). The plain path of find_work() never comes here: it looks at
-// attention_ once and goes on when it is zero.
+// the attention word once (detail/core/attention.hpp) and goes on when it is
+// zero.
 #include <algorithm>
 #include <array>
 #include <string>
@@ -49,19 +50,10 @@ void pool::push_special(detail::job* j, destination d) {
     push(j);  // one queue, in submission order (docs/control.md)
     return;
   }
-  detail::injector& q = d.kind == destination::mailbox ? *mailboxes_[d.worker]
-                        : d.kind == destination::high  ? high_
-                                                       : low_;
-  // Counted before it is queued: a thread that finds the job (the queue's
-  // seq_cst store publishes it) also sees attention_ raised, so its
-  // find_work() looks past the plain queues. Relaxed for that reason.
-  attention_.fetch_add(1, std::memory_order_relaxed);
-  try {
-    q.push(j);
-  } catch (...) {
-    attention_.fetch_sub(1, std::memory_order_relaxed);
-    throw;
-  }
+  detail::injector& q = d.kind == destination::mailbox ? attention_.mailbox(d.worker)
+                        : d.kind == destination::high  ? attention_.high()
+                                                       : attention_.low();
+  attention_.push(q, j);
   if (d.kind == destination::mailbox) {
     // Only one worker may take it: new_work() would wake any sleeper (or
     // nobody, while another worker searches).
@@ -76,39 +68,24 @@ void pool::push_special(detail::job* j, destination d) {
   }
 }
 
-detail::job* pool::take_special(detail::injector& q) noexcept {
-  detail::job* j = q.pop();
-  // Relaxed: see push_special().
-  if (j != nullptr) attention_.fetch_sub(1, std::memory_order_relaxed);
-  return j;
-}
-
 detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept {
-  // Relaxed: see find_work().
-  if (j == nullptr || attention_.load(std::memory_order_relaxed) < paused_weight) return j;
+  if (j == nullptr || !attention_.paused()) return j;
   detail::fault::at_hold();
   // A priority queue's or mailbox's job is counted again, as push_special()
   // counts it (the plain queues are not counted).
   const bool special = &q != &injector_;
   // Read while we own j: once it is back in q, a purge may take and free it.
   const std::uint32_t flags = j->taken_flags();
-  if (special) attention_.fetch_add(1, std::memory_order_relaxed);
-  try {
-    q.push_front(j);
-  } catch (...) {
-    if (special) attention_.fetch_sub(1, std::memory_order_relaxed);
-    return j;  // no memory to hold it back: it runs after all
-  }
-  // A purge() that looked at q before the push above would leave j queued
-  // on a paused pool, its waiters blocked until resume(). acq_rel RMW,
-  // paired with the one that begins purge(): if this one comes first in
-  // last_purge_'s order, purge() synchronises with it and finds j in q; if
-  // the purge's comes first, the time read here shows it, and j is taken
-  // out again and dropped here, unless the purge took it (remove() decides
+  if (!attention_.put_back(q, j, special)) return j;  // no memory: it runs after all
+  // A purge() that looked at q before the put-back would leave j queued on
+  // a paused pool, its waiters blocked until resume(). purge_seen() is the
+  // other half of purge()'s begin_purge() (detail/core/attention.hpp): if
+  // the purge came first, the time read here shows it, and j is taken out
+  // again and dropped here, unless the purge took it (remove() decides
   // under q's lock). A job made after that purge began is not dropped.
-  const std::uint32_t purge = last_purge_.fetch_add(0, std::memory_order_acq_rel);
-  if (made_before_a_purge(flags, purge) && q.remove(j)) {
-    if (special) attention_.fetch_sub(1, std::memory_order_relaxed);
+  const std::uint32_t purge = attention_.purge_seen();
+  if (detail::attention::made_before_a_purge(flags, purge) && q.remove(j)) {
+    if (special) attention_.forget_one();
     cancel_job(j);
     hand_over_drops();
   }
@@ -141,7 +118,7 @@ void pool::drop_missed_by_purge(detail::worker& w, std::uint32_t purge) noexcept
   // Newest first; a purge may steal some of them meanwhile.
   bool dropped = false;
   while (detail::job* j = w.deque.pop()) {
-    if (made_before_a_purge(j->taken_flags(), purge)) {
+    if (detail::attention::made_before_a_purge(j->taken_flags(), purge)) {
       cancel_job(j);
       dropped = true;
     } else {
@@ -166,11 +143,11 @@ detail::job* pool::find_special(detail::worker* self) {
   // (idle() then returns), never inside one of its jobs' waits (depth > 0):
   // the job it runs finishes first.
   if (self != nullptr && detail::tls.depth == 0 && leaving(*self)) return nullptr;
-  // Relaxed: see find_work(). While paused nothing starts.
-  if (attention_.load(std::memory_order_relaxed) >= paused_weight) return nullptr;
+  // While paused nothing starts.
+  if (attention_.paused()) return nullptr;
   if (self != nullptr) {
-    detail::injector& mine = *mailboxes_[self->index];
-    if (detail::job* j = hold_if_paused(take_special(mine), mine)) {
+    detail::injector& mine = attention_.mailbox(self->index);
+    if (detail::job* j = hold_if_paused(attention_.take(mine), mine)) {
       detail::worker::bump(self->counts.jobs);
       return j;
     }
@@ -181,7 +158,7 @@ detail::job* pool::find_special(detail::worker* self) {
   static thread_local std::uint32_t outsider_picks = 0;
   const std::uint32_t pick = self != nullptr ? ++self->picks : ++outsider_picks;
   auto special = [&](detail::injector& q) -> detail::job* {
-    detail::job* j = hold_if_paused(take_special(q), q);
+    detail::job* j = hold_if_paused(attention_.take(q), q);
     if (j != nullptr && self != nullptr) detail::worker::bump(self->counts.jobs);
     return j;
   };
@@ -191,8 +168,9 @@ detail::job* pool::find_special(detail::worker* self) {
   static constexpr source low_first[] = {low, normal, high};
   const source* order = pick % 64 == 0 ? low_first : pick % 8 == 0 ? normal_first : usual;
   for (int k = 0; k < 3; ++k) {
-    detail::job* j =
-        order[k] == normal ? find_normal(self) : special(order[k] == high ? high_ : low_);
+    detail::job* j = order[k] == normal
+                         ? find_normal(self)
+                         : special(order[k] == high ? attention_.high() : attention_.low());
     if (j != nullptr) return j;
   }
   return nullptr;
@@ -201,17 +179,17 @@ detail::job* pool::find_special(detail::worker* self) {
 pool::outlook pool::outlook_for(const detail::worker& w, bool priorities,
                                 std::memory_order order) const noexcept {
   if (leaving(w, order)) return outlook::leave;
-  if (attention_.load(order) >= paused_weight) return outlook::paused;
+  if (attention_.paused(order)) return outlook::paused;
   // The queues' seq_cst loads: the other half of their producers' pairs
   // (docs/sleep.md); mailboxes and priority queues are injectors too.
-  if (!mailboxes_[w.index]->empty()) return outlook::special_job;
-  if (priorities && (!high_.empty() || !low_.empty())) return outlook::special_job;
+  if (attention_.mail_waiting(w.index)) return outlook::special_job;
+  if (priorities && attention_.priority_jobs_waiting()) return outlook::special_job;
   return outlook::none;
 }
 
 bool pool::work_for(const detail::worker& w) const noexcept {
   // seq_cst: after sleep_controller::prepare(), a Dekker pair with resume()
-  // (its seq_cst RMW of attention_, then wake_all()'s load of the state)
+  // (attention::resume()'s seq_cst RMW, then wake_all()'s load of the state)
   // and with shrink() (its store of target_, then wake_sleepers()' load).
   const outlook o = outlook_for(w, true, std::memory_order_seq_cst);
   if (o != outlook::none) return o != outlook::paused;
@@ -221,7 +199,7 @@ bool pool::work_for(const detail::worker& w) const noexcept {
 bool pool::mail_for(const void* ctx) noexcept {
   const auto* c = static_cast<const mail_check*>(ctx);
   // Relaxed: under the sleep lock, which the producer took after its push
-  // and its raise of attention_; resume() and shrink() take it too, after
+  // and its raise of the attention word; resume() and shrink() take it too, after
   // their stores (wake_all(), wake_sleepers()).
   const outlook o = c->owner->outlook_for(*c->worker, false, std::memory_order_relaxed);
   return o == outlook::leave || o == outlook::special_job;
@@ -244,26 +222,12 @@ void pool::pause() {
                       "' is sequential (threads = 0): its jobs run only inside waits, which a "
                       "pause would make hang; do not wait instead");
   }
-  std::lock_guard lock{control_mutex_};
-  if (paused()) return;
-  // Relaxed: workers see it at their next find_work(); one that reads it
-  // late starts one more job, which it could have started just before.
-  attention_.fetch_add(paused_weight, std::memory_order_relaxed);
+  attention_.pause();
 }
 
-void pool::resume() {
-  std::lock_guard lock{control_mutex_};
-  if (!paused()) return;
-  // seq_cst: a Dekker pair with work_for() after a worker's prepare():
-  // either it sees the pool resumed, or wake_all() sees it asleep.
-  attention_.fetch_sub(paused_weight, std::memory_order_seq_cst);
-  sleep_.wake_all();
-}
+void pool::resume() { attention_.resume(sleep_); }
 
-bool pool::paused() const noexcept {
-  // Relaxed: a snapshot; pause() and resume() are ordered by their mutex.
-  return attention_.load(std::memory_order_relaxed) >= paused_weight;
-}
+bool pool::paused() const noexcept { return attention_.paused(); }
 
 std::size_t pool::callables_in(detail::job* j) noexcept {
   if ((j->taken_flags() & detail::job_flags::batch) == 0) return 1;
@@ -273,22 +237,11 @@ std::size_t pool::callables_in(detail::job* j) noexcept {
   return span.hi - span.lo;
 }
 
-void pool::begin_purge() {
-  // acq_rel RMW: the other side of the RMW in hold_if_paused(): a job a
-  // worker puts back after taking it just as the pool was paused (and the
-  // rest of its batch) is either seen by the purge or dropped by that worker.
-  // Under the lock, so that last_purge_ only grows when two threads purge at
-  // once. Relaxed on the clock: it orders nothing, it only stamps.
-  std::lock_guard lock{control_mutex_};
-  const std::uint32_t now = detail::purge_clock.fetch_add(1, std::memory_order_relaxed) + 1;
-  last_purge_.exchange(now == 0 ? 1 : now, std::memory_order_acq_rel);
-}
-
 std::size_t pool::purge() {
   std::size_t dropped = 0;
   // A batch of spawn_all running now drops the callables it has not
   // started when it sees the purge's time (weft/batch.hpp).
-  begin_purge();
+  attention_.begin_purge();
   if (sequential()) {
     std::deque<detail::job*> queued;
     {
@@ -331,14 +284,14 @@ std::size_t pool::purge() {
   // Taken whole before any goes back, so that none is looked at twice.
   auto sort_all = [&](detail::injector& q, destination home) {
     std::vector<detail::job*> taken;
-    while (detail::job* j = take_special(q)) taken.push_back(j);
+    while (detail::job* j = attention_.take(q)) taken.push_back(j);
     for (detail::job* j : taken) sort(j, home);
   };
-  for (std::size_t i = 0; i < mailboxes_.size(); ++i) {
-    sort_all(*mailboxes_[i], {destination::mailbox, i});
+  for (std::size_t i = 0; i < attention_.mailboxes(); ++i) {
+    sort_all(attention_.mailbox(i), {destination::mailbox, i});
   }
-  sort_all(high_, {destination::high});
-  sort_all(low_, {destination::low});
+  sort_all(attention_.high(), {destination::high});
+  sort_all(attention_.low(), {destination::low});
   while (detail::job* j = injector_.pop()) sort(j, {});
   const detail::lane_set& lanes = *lanes_;
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
@@ -419,9 +372,9 @@ void pool::resize(std::size_t n) {
 }
 
 void pool::shrink(std::size_t from, std::size_t to) noexcept {
-  // Relaxed: a busy worker sees it at its next find_work(); the ones asleep
-  // are woken below.
-  attention_.fetch_add(resizing_weight, std::memory_order_relaxed);
+  // A busy worker sees it at its next find_work(); the ones asleep are
+  // woken below.
+  attention_.begin_shrink();
   // seq_cst: a Dekker pair with work_for() after a worker's
   // sleep_controller::prepare(): either it sees that it leaves, or
   // wake_sleepers() below sees it asleep, and its park() asks mail_for()
@@ -437,7 +390,7 @@ void pool::shrink(std::size_t from, std::size_t to) noexcept {
   // Relaxed: the leavers' deques are empty; a thief that still scans them
   // finds nothing.
   active_.store(to, std::memory_order_relaxed);
-  attention_.fetch_sub(resizing_weight, std::memory_order_relaxed);
+  attention_.end_shrink();
   // A spawn_on that chose a leaver before we changed size_ may have queued
   // its job after the leaver's last look (retire()).
   for (std::size_t i = to; i < from; ++i) rescue_mail(i);
@@ -474,7 +427,7 @@ void pool::rescue_mail(std::size_t i) noexcept {
   for (;;) {
     std::size_t n = 0;
     while (n < chunk) {
-      detail::job* j = take_special(*mailboxes_[i]);
+      detail::job* j = attention_.take(attention_.mailbox(i));
       if (j == nullptr) break;
       taken[n++] = j;
     }

@@ -81,11 +81,9 @@ pool::pool(pool_options options)
         "weft::pool: pool_options::capacity needs worker threads; a sequential pool "
         "(threads = 0) starts no job before a wait, so a full one could never make room");
   }
+  attention_.make_mailboxes(slots);
   workers_.reserve(slots);
-  mailboxes_.reserve(slots);
   for (std::size_t i = 0; i < slots; ++i) {
-    constexpr std::size_t mailbox_capacity = 16;
-    mailboxes_.push_back(std::make_unique<detail::injector>(mailbox_capacity));
     workers_.push_back(std::make_unique<detail::worker>(i));
     // Taking jobs in batches must not allocate (keep_batch()).
     workers_.back()->batch.reserve(detail::search::largest_batch);

@@ -23,10 +23,10 @@ bool sleep_controller::park(bool (*own)(const void*) noexcept, const void* ctx) 
     std::uint64_t s = state_.load(std::memory_order_relaxed);
     while (tokens(s) > 0) {
       // Acquire pairs with the release CAS in wake_one() and wake_all(): what
-      // the granter did before (resume()'s RMW of attention_) is visible. The
-      // no-lost-wake-up argument does not need it: the producer's job itself
-      // is published by the deque, lane or injector, which the woken worker
-      // reads with its own acquire operations.
+      // the granter did before (resume()'s RMW of the attention word) is
+      // visible. The no-lost-wake-up argument does not need it: the
+      // producer's job itself is published by the deque, lane or injector,
+      // which the woken worker reads with its own acquire operations.
       if (state_.compare_exchange_weak(s, s - one_token - one_sleeper + one_searcher,
                                        std::memory_order_acquire, std::memory_order_relaxed)) {
         return true;
@@ -63,9 +63,9 @@ void sleep_controller::wake_one(std::uint64_t s) noexcept {
 }
 
 void sleep_controller::wake_all() noexcept {
-  // seq_cst: as in new_work(), with resume()'s seq_cst RMW of attention_ as
-  // the store: a Dekker pair with a sleeper's prepare() and its seq_cst load
-  // of attention_ in pool::work_for().
+  // seq_cst: as in new_work(), with resume()'s seq_cst RMW of the attention
+  // word (detail::attention) as the store: a Dekker pair with a sleeper's
+  // prepare() and its seq_cst load of that word in pool::work_for().
   std::uint64_t s = state_.load(std::memory_order_seq_cst);
   // Release pairs with the acquire CAS in park(), as in wake_one().
   while (sleepers(s) > tokens(s) &&

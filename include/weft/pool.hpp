@@ -25,6 +25,7 @@
 #include "detail/clock.hpp"
 #include "detail/config.hpp"
 #include "detail/context.hpp"
+#include "detail/core/attention.hpp"
 #include "detail/core/bound.hpp"
 #include "detail/core/counters.hpp"
 #include "detail/core/errors.hpp"
@@ -318,8 +319,6 @@ class pool {
   // (batches/1000000_by_10/spawn_all), those of 16 to 128 1.4-2.5x faster (a
   // test program, 1,000,000 empty jobs).
   static constexpr std::size_t batch_block_min = 32;
-  // Advances the purge_clock and last_purge_ as purge() begins.
-  void begin_purge();
   // How many callables a queued job stands for: a batch piece's span, else 1.
   static std::size_t callables_in(detail::job* j) noexcept;
 
@@ -738,11 +737,8 @@ class pool {
   std::size_t push_many(detail::job* const* jobs, std::size_t n) noexcept;
   // The next job for a worker (self) or a helping thread (nullptr).
   detail::job* find_work(detail::worker* self) {
-    // Relaxed: a hint. The queues that set it publish their jobs themselves,
-    // and a worker about to sleep looks at them directly (work_for()).
-    if (attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    if (attention_.wanted()) [[unlikely]]
       return find_special(self);
-    }
     return find_normal(self);
   }
   // j (or nullptr) was taken from q, or for the injector from any plain
@@ -760,27 +756,6 @@ class pool {
   // After a worker of this pool dropped a job outside a purge: hands over
   // the finish it deferred, since it may be about to sleep.
   void hand_over_drops() noexcept;
-  // job::flags of a job purge() may drop: cancellable, stamped with the
-  // purge_clock.
-  [[nodiscard]] static std::uint32_t cancellable_flags() noexcept {
-    // Relaxed: a job made after a purge() began, on its thread or one
-    // ordered after it, carries a later time; one made concurrently may
-    // carry either, and either outcome is what purge() promises such a job.
-    return detail::job_flags::cancellable | (detail::purge_clock.load(std::memory_order_relaxed)
-                                             << detail::job_flags::purge_stamp_shift);
-  }
-  // Whether the job with these flags is a stamped cancellable one made
-  // before the purge that began at purge_clock time `purge` (0: none has),
-  // modulo 2^24.
-  static bool made_before_a_purge(std::uint32_t flags, std::uint32_t purge) noexcept {
-    constexpr std::uint32_t stamped = detail::job_flags::cancellable;
-    constexpr std::uint32_t kind = stamped | detail::job_flags::unstamped;
-    if (purge == 0 || (flags & kind) != stamped) return false;
-    constexpr unsigned shift = detail::job_flags::purge_stamp_shift;
-    const std::uint32_t ahead =
-        ((purge << shift) - (flags & detail::job_flags::purge_stamp_mask)) >> shift;
-    return ahead != 0 && ahead < (std::uint32_t{1} << (31 - shift));
-  }
   // find_work() while the pool is paused or a priority queue or mailbox has
   // jobs (src/control.cpp): the order of docs/control.md, "Priorities".
   detail::job* find_special(detail::worker* self);
@@ -789,8 +764,6 @@ class pool {
   // meanwhile.
   detail::job* find_normal(detail::worker* self);
   detail::job* find_elsewhere(detail::worker* self);
-  // A job from a priority queue or mailbox, if any.
-  detail::job* take_special(detail::injector& q) noexcept;
   // Idle search and sleep: whether worker w may find a job now (not paused,
   // and some queue it takes from is non-empty). seq_cst loads throughout:
   // the recheck after sleep_controller::prepare() (docs/sleep.md).
@@ -798,10 +771,8 @@ class pool {
   // The cheap look of an idle worker's search loop: `full` also looks at
   // the workers' deques.
   [[nodiscard]] bool worth_a_look(const detail::worker& w, bool full) const noexcept {
-    // Relaxed: see find_work().
-    if (attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    if (attention_.wanted()) [[unlikely]]
       return special_worth_a_look(w, full);
-    }
     return full ? !all_queues_empty() : !outside_queues_empty();
   }
   [[nodiscard]] bool special_worth_a_look(const detail::worker& w, bool full) const noexcept;
@@ -892,8 +863,7 @@ class pool {
   // help_from_own_deque()).
   [[nodiscard]] bool may_help_from_own_deque() const noexcept {
     // Relaxed: see find_work().
-    return detail::tls.depth < detail::max_help_depth &&
-           attention_.load(std::memory_order_relaxed) == 0;
+    return detail::tls.depth < detail::max_help_depth && !attention_.wanted();
   }
   // Runs j, which worker self took from its own deque in a wait, as
   // help_from_own_deque() runs a job that is not the caller's own.
@@ -1162,23 +1132,9 @@ class pool {
   std::mutex sequential_mutex_;
   std::deque<detail::job*> sequential_queue_;
 
-  // Pause, priorities and mailboxes (src/control.cpp). attention_ is
-  // non-zero while any of them needs find_work() to look past the plain
-  // queues: paused_weight while paused, plus one per job waiting in a
-  // priority queue or a mailbox. Read by every find_work(), written rarely.
-  static constexpr std::uint64_t paused_weight = std::uint64_t{1} << 62;
-  // Added while a shrink waits for leaving workers (resize()): a busy worker
-  // then looks at find_special(), which tells a leaving one to stop.
-  static constexpr std::uint64_t resizing_weight = std::uint64_t{1} << 40;
-  alignas(detail::cache_line) std::atomic<std::uint64_t> attention_{0};
-  // The purge_clock time at which this pool's latest purge began (0: none
-  // has). Written by purge() under control_mutex_, so it only grows; read
-  // with an RMW by a worker that puts back a job (hold_if_paused()).
-  std::atomic<std::uint32_t> last_purge_{0};
-  std::mutex control_mutex_;  // serialises pause() and resume()
-  detail::injector high_{16};
-  detail::injector low_{16};
-  std::vector<std::unique_ptr<detail::injector>> mailboxes_;  // by worker index
+  // Pause, priorities, mailboxes and the latest purge (src/control.cpp):
+  // what makes find_work() look past the plain queues.
+  detail::attention attention_;
 
   // Bounded submission (pool_options::capacity, on_full).
   detail::bound bound_;
@@ -1243,7 +1199,7 @@ void pool::fill_posted(detail::heap_job* j, Args&&... args) {
   if constexpr (requires(C & c) { c.job_flags(); }) {
     j->flags = detail::callable_of<C>(j)->job_flags();  // a kind that says (a batch's piece)
   } else if constexpr (C::cancellable) {
-    j->flags = cancellable_flags();
+    j->flags = detail::attention::cancellable_flags();
   }
 }
 

@@ -96,8 +96,7 @@ detail::job* pool::find_normal(detail::worker* self) {
   // like this one.
   if (self == nullptr) {
     detail::job* j = find_elsewhere(nullptr);
-    // Relaxed: see find_work().
-    if (j != nullptr && attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    if (j != nullptr && attention_.wanted()) [[unlikely]] {
       return hold_if_paused(j, injector_);
     }
     return j;
@@ -109,8 +108,7 @@ detail::job* pool::find_normal(detail::worker* self) {
     if (flush_requested()) hand_over_counts(*self);
     j = find_elsewhere(self);
     if (j == nullptr) return nullptr;
-    // Relaxed: see find_work().
-    if (attention_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    if (attention_.wanted()) [[unlikely]] {
       j = hold_if_paused(j, injector_);
       if (j == nullptr) return nullptr;
     }

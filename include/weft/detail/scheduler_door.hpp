@@ -130,13 +130,11 @@ struct scheduler {
   }
   // A hint, read relaxed: whether p may be paused now (a job that begins as
   // it is read is one job late, as for a job taken just before).
-  [[nodiscard]] static bool maybe_paused(const pool& p) noexcept {
-    return p.attention_.load(std::memory_order_relaxed) >= pool::paused_weight;
-  }
+  [[nodiscard]] static bool maybe_paused(const pool& p) noexcept { return p.attention_.paused(); }
   // A hint, read relaxed as maybe_paused(): whether a job of p with these
   // flags was made before a purge of p that has begun since.
   [[nodiscard]] static bool purged_since(const pool& p, std::uint32_t flags) noexcept {
-    return pool::made_before_a_purge(flags, p.last_purge_.load(std::memory_order_relaxed));
+    return attention::made_before_a_purge(flags, p.attention_.last_purge());
   }
   // j, taken by a worker of p as p was being paused, goes back to the
   // injector's front (or is dropped if a purge missed it): nullptr. Returns
@@ -226,7 +224,7 @@ struct scheduler {
   }
   // job::flags of a job purge() may drop (stamped with the purge clock).
   [[nodiscard]] static std::uint32_t cancellable_flags() noexcept {
-    return pool::cancellable_flags();
+    return attention::cancellable_flags();
   }
 };
 
