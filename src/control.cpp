@@ -62,7 +62,7 @@ void pool::push_special(detail::job* j, destination d) {
     // the leavers' mailboxes after it (seq_cst loads): either it finds our
     // job, or we see that the worker has left (or is leaving) and move the
     // job where any worker takes it.
-    if (d.worker >= size_.load(std::memory_order_seq_cst)) rescue_mail(d.worker);
+    if (d.worker >= roster_.size(std::memory_order_seq_cst)) rescue_mail(d.worker);
   } else {
     sleep_.new_work();
   }
@@ -190,7 +190,8 @@ pool::outlook pool::outlook_for(const detail::worker& w, bool priorities,
 bool pool::work_for(const detail::worker& w) const noexcept {
   // seq_cst: after sleep_controller::prepare(), a Dekker pair with resume()
   // (attention::resume()'s seq_cst RMW, then wake_all()'s load of the state)
-  // and with shrink() (its store of target_, then wake_sleepers()' load).
+  // and with shrink() (roster::shrink_to()'s store of the target, then
+  // wake_sleepers()' load).
   const outlook o = outlook_for(w, true, std::memory_order_seq_cst);
   if (o != outlook::none) return o != outlook::paused;
   return !all_queues_empty();
@@ -298,7 +299,7 @@ std::size_t pool::purge() {
     detail::job* j = nullptr;
     while (lanes[i].queue.take(&j, 1) == 1) sort(j, {});
   }
-  for (const auto& w : workers_) {
+  for (const auto& w : roster_.all()) {
     // steal() also returns nullptr when it lost a race (to the owner, or
     // to a worker that took a job just as the pool was paused): look again
     // until the deque is empty.
@@ -350,48 +351,42 @@ void pool::resize(std::size_t n) {
                       " workers (pool_options::max_threads); make it with a larger "
                       "max_threads to grow it further");
   }
-  std::lock_guard lock{resize_mutex_};
+  std::lock_guard lock{roster_.resize_mutex()};
   const std::size_t now = size();
   if (n < now) shrink(now, n);
   if (n <= now) return;
   // Checks the CPUs before any thread starts, as the constructor does.
-  detail::worker_start setup{n - now, cpus_, on_worker_start_, name_};
-  // Relaxed: the new threads start after these stores. A thief that reads
-  // active_ late misses only new, empty deques, and sleeps only after
+  detail::worker_start setup{n - now, roster_.cpus(), roster_.on_start(), name_};
+  // A thief that misses the new, empty deques sleeps only after
   // work_for(), which scans every slot.
-  target_.store(n, std::memory_order_relaxed);
-  active_.store(n, std::memory_order_relaxed);
+  roster_.grow_to(n);
   try {
     start_workers(now, n, setup.needed() ? &setup : nullptr);
   } catch (...) {
     shrink(n, now);  // those of the new workers that started leave again
     throw;
   }
-  // Relaxed: spawn_on(i) for a new worker needs only to see i < size().
-  size_.store(n, std::memory_order_relaxed);
+  roster_.grown_to(n);
 }
 
 void pool::shrink(std::size_t from, std::size_t to) noexcept {
   // A busy worker sees it at its next find_work(); the ones asleep are
   // woken below.
   attention_.begin_shrink();
-  // seq_cst: a Dekker pair with work_for() after a worker's
-  // sleep_controller::prepare(): either it sees that it leaves, or
+  // The roster's pairs: with work_for() after a worker's
+  // sleep_controller::prepare() (either it sees that it leaves, or
   // wake_sleepers() below sees it asleep, and its park() asks mail_for()
-  // under the sleep lock, which wake_sleepers() takes after this store.
-  target_.store(to, std::memory_order_seq_cst);
-  // seq_cst: see push_special() (a spawn_on racing with us).
-  size_.store(to, std::memory_order_seq_cst);
+  // under the sleep lock, which wake_sleepers() takes after the store), and
+  // with push_special() (a spawn_on racing with us).
+  roster_.shrink_to(to);
   sleep_.wake_sleepers();
   for (std::size_t i = to; i < from; ++i) {
-    std::thread& t = workers_[i]->thread;
+    std::thread& t = roster_[i].thread;
     if (t.joinable()) t.join();  // not joinable: its start failed (resize())
   }
-  // Relaxed: the leavers' deques are empty; a thief that still scans them
-  // finds nothing.
-  active_.store(to, std::memory_order_relaxed);
+  roster_.shrunk_to(to);
   attention_.end_shrink();
-  // A spawn_on that chose a leaver before we changed size_ may have queued
+  // A spawn_on that chose a leaver before we changed the size may have queued
   // its job after the leaver's last look (retire()).
   for (std::size_t i = to; i < from; ++i) rescue_mail(i);
 }

@@ -41,13 +41,11 @@ pool::pool(pool_options options)
     : id_(next_pool_id()),
       name_(std::move(options.name)),
       waiters_help_(options.waiters_help),
-      on_worker_stop_(std::move(options.on_worker_stop)),
-      cpus_(options.cpus),
-      on_worker_start_(options.on_worker_start),
+      roster_(options.cpus, options.on_worker_start, std::move(options.on_worker_stop)),
       bound_(options.capacity, std::move(options.on_full)),
       errors_(std::move(options.on_error)) {
   // Checks cpus before any thread starts (src/worker_start.cpp).
-  detail::worker_start start{options.threads, cpus_, on_worker_start_, name_};
+  detail::worker_start start{options.threads, roster_.cpus(), roster_.on_start(), name_};
   const std::size_t threads = start.workers();
   const std::size_t slots = options.max_threads != 0 ? options.max_threads : threads;
   if (options.max_threads != 0 && threads == 0) {
@@ -82,18 +80,10 @@ pool::pool(pool_options options)
         "(threads = 0) starts no job before a wait, so a full one could never make room");
   }
   attention_.make_mailboxes(slots);
-  workers_.reserve(slots);
-  for (std::size_t i = 0; i < slots; ++i) {
-    workers_.push_back(std::make_unique<detail::worker>(i));
-    // Taking jobs in batches must not allocate (keep_batch()).
-    workers_.back()->batch.reserve(detail::search::largest_batch);
-  }
-  // Relaxed: the threads start after these stores.
-  size_.store(threads, std::memory_order_relaxed);
-  target_.store(threads, std::memory_order_relaxed);
-  active_.store(threads, std::memory_order_relaxed);
+  roster_.make_slots(slots, detail::search::largest_batch);
+  roster_.start_with(threads);
   // Every worker slot exists before any thread starts, so thieves can scan
-  // workers_ without synchronisation. With pinning or a start hook, every
+  // the slots without synchronisation. With pinning or a start hook, every
   // worker runs them and reports before the constructor returns
   // (docs/control.md). Registered first, before any job can exist: a
   // future of ours knows us by this entry once its job has finished
@@ -107,7 +97,7 @@ pool::pool(pool_options options)
     // destructor.
     closing_.store(true, std::memory_order_seq_cst);
     sleep_.stop();
-    for (auto& w : workers_) {
+    for (const auto& w : roster_.all()) {
       if (w->thread.joinable()) w->thread.join();
     }
     errors_.print_unrethrown(name_);  // what stop hooks threw
@@ -119,7 +109,7 @@ void pool::start_workers(std::size_t from, std::size_t to, detail::worker_start*
   std::size_t started = from;
   try {
     for (; started < to; ++started) {
-      detail::worker& w = *workers_[started];
+      detail::worker& w = roster_[started];
       w.thread = std::thread([this, &w, setup] { worker_main(w, setup); });
     }
   } catch (...) {
@@ -169,8 +159,8 @@ pool::~pool() {
   detail::stop_timers(timers_.load(std::memory_order_acquire), true);
   sleep_.stop();
   {
-    std::lock_guard lock{resize_mutex_};
-    for (auto& w : workers_) {
+    std::lock_guard lock{roster_.resize_mutex()};
+    for (const auto& w : roster_.all()) {
       if (w->thread.joinable()) w->thread.join();
     }
   }
@@ -277,7 +267,7 @@ std::uint64_t pool::total(std::atomic<std::uint64_t> (detail::job_cache::*count)
     }
   };
   add(external_cache_);
-  for (const auto& w : workers_) add(w->cache);
+  for (const auto& w : roster_.all()) add(w->cache);
   const detail::lane_set& lanes = *lanes_;
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) add(lanes[i].cache);
   return sum;
@@ -336,12 +326,12 @@ pool_stats pool::stats() const {
   const detail::lane_set& lanes = *lanes_;
   s.lanes = lanes.size();
   for (std::size_t i = 0; i < s.lanes; ++i) s.job_slots += lanes[i].cache.capacity();
-  for (const auto& w : workers_) s.job_slots += w->cache.capacity();
-  counters_.read(s, workers_);
+  for (const auto& w : roster_.all()) s.job_slots += w->cache.capacity();
+  counters_.read(s, roster_.all());
   return s;
 }
 
-void pool::reset_stats() { counters_.reset(workers_); }
+void pool::reset_stats() { counters_.reset(roster_.all()); }
 
 pool& default_pool() {
   static pool instance{pool_options{.threads = available_parallelism(), .name = "weft-default"}};

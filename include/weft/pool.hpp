@@ -30,6 +30,7 @@
 #include "detail/core/counters.hpp"
 #include "detail/core/errors.hpp"
 #include "detail/core/finish_signal.hpp"
+#include "detail/core/roster.hpp"
 #include "detail/fault.hpp"
 #include "detail/injector.hpp"
 #include "detail/job.hpp"
@@ -226,13 +227,10 @@ class pool {
   void wait_until(P&& pred);
 
   /// Worker threads (0 in sequential mode).
-  [[nodiscard]] std::size_t size() const noexcept {
-    // Relaxed: a snapshot; resize() orders its own steps.
-    return size_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] std::size_t size() const noexcept { return roster_.size(); }
   /// The most workers resize() may give the pool (pool_options::max_threads;
   /// 0 in sequential mode).
-  [[nodiscard]] std::size_t max_size() const noexcept { return workers_.size(); }
+  [[nodiscard]] std::size_t max_size() const noexcept { return roster_.slots(); }
   /// How many distinct values this_worker::index() takes in this pool's
   /// jobs: max_size() + 1 (the workers, then the helper slot), or 1 in
   /// sequential mode. Fixed for the pool's life, so per-worker state sized
@@ -389,7 +387,7 @@ class pool {
     no_epilogue cancel() noexcept { return {}; }
   };
 
-  [[nodiscard]] bool sequential() const noexcept { return workers_.empty(); }
+  [[nodiscard]] bool sequential() const noexcept { return roster_.slots() == 0; }
 
   // The calling (outside) thread's lane into this pool, or nullptr when all
   // lanes are taken and the injector has to serve.
@@ -1036,7 +1034,7 @@ class pool {
   // Whether worker w is to leave the pool (resize()).
   [[nodiscard]] bool leaving(const detail::worker& w,
                              std::memory_order order = std::memory_order_relaxed) const noexcept {
-    return w.index >= target_.load(order);
+    return roster_.leaving(w, order);
   }
   // A leaving worker, after its last job: hands the jobs in its deque and
   // mailbox to the others (the injector).
@@ -1062,25 +1060,10 @@ class pool {
   // Null unless the pool is traced (docs/tracing.md); made before the
   // workers start, destroyed after they stop.
   std::unique_ptr<detail::tracer> tracer_;
-  std::function<void(std::size_t)> on_worker_stop_;  // pool_options::on_worker_stop
-  // Every worker slot pool_options::max_threads allows: made by the
-  // constructor, never moved or freed before the destructor, so that any
-  // thread may read any slot. Slots from size() up hold no thread, except a
-  // leaving one while resize() waits for it.
-  std::vector<std::unique_ptr<detail::worker>> workers_;
-  // What resize() (src/control.cpp) needs to start more workers.
-  const std::vector<int> cpus_;                       // pool_options::cpus
-  std::function<void(std::size_t)> on_worker_start_;  // pool_options::on_worker_start
-  // Worker counts, written by resize() under resize_mutex_. size_: size().
-  // target_: a worker whose index is target_ or more leaves at its next
-  // look for work. active_: the deques thieves scan, size_ plus, during a
-  // shrink, the leaving workers' (until they are gone). Read often, written
-  // rarely.
-  alignas(detail::cache_line) std::atomic<std::size_t> size_{0};
-  std::atomic<std::size_t> target_{0};
-  std::atomic<std::size_t> active_{0};
-  // Serialises resize(); guards the workers' std::thread objects.
-  std::mutex resize_mutex_;
+  // The worker slots, how many run and which are to leave, and the hooks
+  // (resize() in src/control.cpp). Slots from size() up hold no thread,
+  // except a leaving one while resize() waits for it.
+  detail::roster roster_;
 
   // Outside threads submit through their lane (lock-free) or, when all lanes
   // are taken, through the injector.

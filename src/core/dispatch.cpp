@@ -192,11 +192,11 @@ detail::job* pool::take_from_lanes(detail::worker* self) {
 detail::job* pool::steal_from_workers(detail::worker* self) {
   // Relaxed: a deque missed by a stale count is seen by the look before
   // sleeping (work_for(), which scans every slot).
-  const std::size_t n = active_.load(std::memory_order_relaxed);
+  const std::size_t n = roster_.active();
   static thread_local std::uint64_t outsider_rng = 0x2545F4914F6CDD1DULL;
   const std::size_t start = next_random(self != nullptr ? self->rng : outsider_rng) % n;
   for (std::size_t k = 0; k < n; ++k) {
-    detail::worker& victim = *workers_[(start + k) % n];
+    detail::worker& victim = roster_[(start + k) % n];
     if (&victim == self) continue;
     if (self != nullptr) detail::worker::bump(self->counts.steal_attempts);
     if (detail::job* j = victim.deque.steal()) {
@@ -214,7 +214,7 @@ bool pool::lanes_filling(std::int64_t& last_pushed) const noexcept {
   // Only lanes hold work, they hold less than a batch, and their threads
   // pushed since the last look.
   if (!injector_.empty()) return false;
-  for (const auto& w : workers_) {
+  for (const auto& w : roster_.all()) {
     if (!w->deque.empty()) return false;
   }
   const detail::lane_set& lanes = *lanes_;
@@ -240,8 +240,8 @@ bool pool::outside_queues_empty() const noexcept {
 
 bool pool::all_queues_empty() const noexcept {
   if (!outside_queues_empty()) return false;
-  return std::all_of(workers_.begin(), workers_.end(),
-                     [](const auto& w) { return w->deque.empty(); });
+  const detail::roster::slot_list& slots = roster_.all();
+  return std::all_of(slots.begin(), slots.end(), [](const auto& w) { return w->deque.empty(); });
 }
 
 void pool::execute(detail::job* j) noexcept {
@@ -327,10 +327,10 @@ void pool::worker_main(detail::worker& w, detail::worker_start* start) {
     flush_now_and_then(w);
   }
   if (leaving(w)) retire(w);
-  if (!on_worker_stop_) return;
+  if (!roster_.on_stop()) return;
   detail::tls = detail::context{};
   try {
-    detail::call_worker_hook(on_worker_stop_, w.index);
+    detail::call_worker_hook(roster_.on_stop(), w.index);
   } catch (...) {
     report_error(std::current_exception());
   }

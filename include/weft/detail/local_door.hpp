@@ -76,7 +76,7 @@ struct local {
   // The parker worker `index` of p naps on: a join's thief wakes its joiner
   // with it. It lives as long as the pool.
   [[gnu::always_inline]] static parker& nap_of(pool& p, std::size_t index) noexcept {
-    return p.workers_[index]->nap;
+    return p.roster_[index].nap;
   }
 };
 
