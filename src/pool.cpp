@@ -146,10 +146,7 @@ pool::~pool() {
   // between their count and their last touch of the pool (waking a worker,
   // or leaving after a refusal), and threads that ran jobs outside the pool
   // may still be leaving help_until(): wait for both, briefly.
-  while (!submissions_ended() || visitors_.load(std::memory_order_acquire) != 0) {
-    // Acquire (above) pairs with the release decrement in help_until().
-    std::this_thread::yield();
-  }
+  while (!submissions_ended() || guests_.anyone_inside()) std::this_thread::yield();
   // And threads that waited on our jobs' futures may still be leaving the
   // wait (visit_scope).
   detail::wait_for_visits(this);

@@ -30,6 +30,7 @@
 #include "detail/core/counters.hpp"
 #include "detail/core/errors.hpp"
 #include "detail/core/finish_signal.hpp"
+#include "detail/core/guests.hpp"
 #include "detail/core/roster.hpp"
 #include "detail/fault.hpp"
 #include "detail/injector.hpp"
@@ -872,6 +873,19 @@ class pool {
     --ctx.depth;
     flush_now_and_then(self);
   }
+  // Leaves a help loop however it ends: one level of help depth, and the
+  // visit of a thread that is not our worker (`visit`, or nullptr).
+  struct help_exit {
+    detail::context& ctx;
+    detail::guests* visit;
+    help_exit(detail::context& c, detail::guests* v) noexcept : ctx(c), visit(v) {}
+    help_exit(const help_exit&) = delete;
+    help_exit& operator=(const help_exit&) = delete;
+    ~help_exit() {
+      --ctx.depth;
+      if (visit != nullptr) visit->leave();  // the last touch of the pool
+    }
+  };
   // The loop of help_until; with Both, it also runs `also`'s jobs.
   template <bool Both, class Done, class Nap>
   void help_loop(Done& done, pool* also, Nap&& nap);
@@ -941,9 +955,7 @@ class pool {
         held_ = true;  // an outer frame holds it
         return;
       }
-      // Acquire pairs with the release store below: the previous helper's
-      // use of per-worker state indexed by the slot happens before ours.
-      if (p.helper_busy_.exchange(true, std::memory_order_acquire)) return;
+      if (!p.guests_.take_helper_slot()) return;
       pool_ = &p;
       held_ = true;
       ctx_.helping = &p;
@@ -953,8 +965,7 @@ class pool {
       if (pool_ == nullptr) return;
       ctx_.helping = saved_.helping;
       ctx_.helper_index = saved_.helper_index;
-      // Release pairs with the acquire exchange above.
-      pool_->helper_busy_.store(false, std::memory_order_release);
+      pool_->guests_.free_helper_slot();
     }
     helper_scope(const helper_scope&) = delete;
     helper_scope& operator=(const helper_scope&) = delete;
@@ -1096,12 +1107,9 @@ class pool {
   // epoch_mutex_, read by waiters.
   std::atomic<std::uint64_t> drained_epoch_{0};
   std::mutex epoch_mutex_;
-  // Threads that are not workers running this pool's jobs (help_until):
-  // the destructor waits for them to leave.
-  std::atomic<std::size_t> visitors_{0};
-  // The helper slot (helper_scope): whether a thread that is not a worker
-  // holds it.
-  std::atomic<bool> helper_busy_{false};
+  // Threads that are not workers running this pool's jobs (help_until),
+  // which the destructor waits for, and the helper slot (helper_scope).
+  detail::guests guests_;
   // Outside threads in wait_until() and wait_until()'s napping workers,
   // told of finished jobs (signal_finish()).
   detail::finish_signal finish_signal_;
@@ -1312,22 +1320,10 @@ bool pool::help_as_helper(Done& done) {
   if (ctx.depth >= detail::max_help_depth) return false;
   const helper_scope helper{*this};
   if (!helper.held()) return false;
-  // Counted as a visitor while it runs jobs, as in help_loop(). Relaxed:
-  // entering only has to precede our jobs' finish counts.
-  visitors_.fetch_add(1, std::memory_order_relaxed);
+  // Counted as a visitor while it runs jobs, as in help_loop().
+  guests_.enter();
   ++ctx.depth;
-  struct exit_guard {
-    pool& p;
-    detail::context& ctx;
-    exit_guard(pool& owner, detail::context& c) noexcept : p(owner), ctx(c) {}
-    exit_guard(const exit_guard&) = delete;
-    exit_guard& operator=(const exit_guard&) = delete;
-    ~exit_guard() {
-      --ctx.depth;
-      // Release pairs with the acquire load in the destructor.
-      p.visitors_.fetch_sub(1, std::memory_order_release);
-    }
-  } const guard{*this, ctx};
+  const help_exit guard{ctx, &guests_};
   // The caller has just checked done().
   bool ran = false;
   while (detail::job* j = find_work(nullptr)) {
@@ -1354,23 +1350,8 @@ void pool::help_loop(Done& done, pool* also, Nap&& nap) {
   // A thread that is not one of our workers counts itself as a visitor, so
   // that the destructor does not free the pool while it still runs a job.
   const bool visiting = self == nullptr;
-  // Relaxed: entering only has to precede our jobs' finish counts, which it
-  // does in program order (the destructor sees those counts, then us).
-  if (visiting) visitors_.fetch_add(1, std::memory_order_relaxed);
-  struct exit_guard {
-    pool& p;
-    detail::context& ctx;
-    bool visiting;
-    exit_guard(pool& owner, detail::context& c, bool v) noexcept : p(owner), ctx(c), visiting(v) {}
-    exit_guard(const exit_guard&) = delete;
-    exit_guard& operator=(const exit_guard&) = delete;
-    ~exit_guard() {
-      --ctx.depth;
-      // Release pairs with the acquire load in the destructor: our last
-      // touch of the pool happens before it frees the pool.
-      if (visiting) p.visitors_.fetch_sub(1, std::memory_order_release);
-    }
-  } guard{*this, ctx, visiting};
+  if (visiting) guests_.enter();
+  const help_exit guard{ctx, visiting ? &guests_ : nullptr};
   detail::backoff backoff;
   while (!done()) {
     if (detail::job* j = find_work(self)) {

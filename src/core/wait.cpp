@@ -100,14 +100,13 @@ bool pool::help_from_lane(detail::lane& mine) noexcept {
   // j is counted and has not finished, so the destructor cannot get past
   // its drain before j retires: the pool is alive until then. Count
   // ourselves a visitor, as help_loop() does, for what retire() touches
-  // after the finish count. Relaxed: it precedes j's seq_cst finish count
-  // in program order, which the destructor reads before visitors_.
-  visitors_.fetch_add(1, std::memory_order_relaxed);
+  // after the finish count: entering precedes j's seq_cst finish count in
+  // program order, which the destructor reads before anyone_inside().
+  guests_.enter();
   ++detail::tls.depth;
   execute(j);
   --detail::tls.depth;
-  // Release pairs with the acquire load in the destructor.
-  visitors_.fetch_sub(1, std::memory_order_release);
+  guests_.leave();
   return true;
 }
 
