@@ -256,7 +256,7 @@ void pool::check_open(const ticket& t) {
 std::uint64_t pool::total(std::atomic<std::uint64_t> (detail::job_cache::*count)[2],
                           unsigned first_parity, unsigned last_parity) const noexcept {
   // seq_cst loads: the second half of the Dekker pairs in check_open() and
-  // wake_idle_waiters().
+  // idle_waiters::wake().
   std::uint64_t sum = 0;
   auto add = [&](const detail::job_cache& c) {
     for (unsigned e = first_parity; e <= last_parity; ++e) {

@@ -63,8 +63,8 @@
  *   worker runs out of work (-DANYFLUSH: between any two jobs, as a full
  *   batch, flush_now_and_then() or a future's immediate count may).
  *   A waiter whose collect fails blocks until a finished count grows: the
- *   idle_waiters_ / idle_cv_ hand-off of block_until() and
- *   wake_idle_waiters() (and its 1 ms re-check) is abstracted to one flag per
+ *   waiters_ / cv_ hand-off of idle_waiters::block_until() and
+ *   idle_waiters::wake() (and its 1 ms re-check) is abstracted to one flag per
  *   waiter that every finished-count increment sets in the same step.
  *
  * Bounds (override with spin -D..; scripts/spin.sh lists what it runs):
@@ -440,7 +440,7 @@ inline wait_balanced(p, escape) {
      :: s1 == s2 && fin == s2 -> s1 = 0; s2 = 0; fin = 0; break
      :: else ->
         s1 = 0; s2 = 0; fin = 0;
-        (dirty[me] || escape)                         /* block: idle_cv_.wait */
+        (dirty[me] || escape)                         /* block: cv_.wait */
      fi
   od
 }

@@ -31,6 +31,7 @@
 #include "detail/core/errors.hpp"
 #include "detail/core/finish_signal.hpp"
 #include "detail/core/guests.hpp"
+#include "detail/core/idle_waiters.hpp"
 #include "detail/core/roster.hpp"
 #include "detail/fault.hpp"
 #include "detail/injector.hpp"
@@ -475,9 +476,9 @@ class pool {
   };
   // n jobs counted against c in parity e have finished (any thread).
   void count_finished(detail::job_cache& c, unsigned e, std::uint64_t n) noexcept {
-    // seq_cst: see wake_idle_waiters().
+    // seq_cst: see idle_waiters::wake().
     c.finished[e].fetch_add(n, std::memory_order_seq_cst);
-    wake_idle_waiters();
+    idle_.wake();
   }
   // A job counted against c in parity e has finished on the calling thread.
   // A worker of this pool adds it to its own deferred count, handed over
@@ -514,13 +515,6 @@ class pool {
   // The destructor's drain: waits, the way the calling thread should, until
   // every counted job has finished.
   void drain_all();
-  void wake_idle_waiters() noexcept {
-    // seq_cst: the increment of a finished count before this and this load
-    // form a Dekker pair with block_until()'s increment of idle_waiters_
-    // and its check, so either the waiter sees the jobs finished or this
-    // thread sees the waiter and notifies it.
-    if (idle_waiters_.load(std::memory_order_seq_cst) != 0) notify_idle();
-  }
 
   // A heap job has run: free it and count it finished. A worker of this pool
   // batches both and hands them over when it runs out of work (flush()), or
@@ -550,7 +544,7 @@ class pool {
     for (unsigned e = 0; e < 2; ++e) {
       if (w.finished[e] == 0) continue;
       any = true;
-      // seq_cst: see wake_idle_waiters().
+      // seq_cst: see idle_waiters::wake().
       w.cache.finished[e].fetch_add(std::exchange(w.finished[e], 0), std::memory_order_seq_cst);
     }
     w.jobs_since_flush = 0;
@@ -563,19 +557,15 @@ class pool {
   // jobs finished earlier without waking anybody.
   void flush(detail::worker& w) noexcept {
     hand_over_counts(w);
-    wake_idle_waiters();
+    idle_.wake();
     signal_finish();
   }
 
-  // Whether a thread is blocked in wait() (or the destructor), or waits in
-  // wait() by helping another pool: a worker that never runs out of work (a
-  // steady feeder) must then still hand its counts over now and then. A
-  // waiter's first 21 us of polling ask for nothing, so that short waits do
-  // not make the workers write the counters the waiter polls.
-  [[nodiscard]] bool flush_requested() const noexcept {
-    // Relaxed: a late look only delays the hand-over by a few jobs.
-    return flush_wanted_.load(std::memory_order_relaxed) != 0;
-  }
+  // Whether a waiter needs the workers' counts now
+  // (idle_waiters::flush_requested()). A waiter's first 21 us of polling
+  // ask for nothing, so that short waits do not make the workers write the
+  // counters the waiter polls.
+  [[nodiscard]] bool flush_requested() const noexcept { return idle_.flush_requested(); }
 
   // Owner only, after each job: while a wait() needs the counts, hands them
   // over every flush_interval jobs. It wakes nobody: a blocked waiter
@@ -935,7 +925,7 @@ class pool {
     ~finish_nap() {
       if (!registered_) return;
       p_.finish_signal_.leave();
-      p_.flush_wanted_.fetch_sub(1, std::memory_order_relaxed);
+      p_.idle_.unwant_flush();
     }
     template <class Done>
     void nap(Done& done, std::chrono::microseconds d);
@@ -1018,19 +1008,14 @@ class pool {
                      std::chrono::steady_clock::time_point deadline);
   // await() with a deadline; true if the latch was set.
   bool await_until(const detail::latch& l, std::chrono::steady_clock::time_point deadline);
-  // Blocks until done() holds; done() must turn true only through counted
-  // jobs finishing (see wake_idle_waiters()).
-  template <class Done>
-  void block_until(Done& done);
   // A worker of another pool waiting here (wait(), wait_for(), the
   // destructor) with nothing of its own to run: naps on its parker for at
-  // most d, and no later than `deadline`, where notify_idle() wakes it;
-  // any other thread sleeps d out. done() as for block_until().
+  // most d, and no later than `deadline`, where idle_waiters::notify()
+  // wakes it; any other thread sleeps d out. done() as for
+  // idle_waiters::block_until().
   template <class Done>
   void nap_until_idle(Done& done, std::chrono::microseconds d,
                       std::optional<std::chrono::steady_clock::time_point> deadline);
-  // Wakes the threads in block_until() and nap_until_idle().
-  void notify_idle();
   void report_error(std::exception_ptr error) noexcept { errors_.report(std::move(error)); }
   void rethrow_pending_error() { errors_.rethrow_pending(); }
   // start: the pinning and start hook to run first, or nullptr.
@@ -1088,21 +1073,8 @@ class pool {
   // counters); advanced by wait() (docs/waiting.md). Read by submitters.
   std::atomic<std::uint64_t> epoch_{1};
 
-  // Blocked waiters plus waiters helping another pool (flush_requested()).
-  // Read by workers after every job: a line of its own, written rarely.
-  alignas(detail::cache_line) std::atomic<std::size_t> flush_wanted_{0};
-  // Threads blocked in block_until() or napping in nap_until_idle().
-  // Guarded for waiting by idle_mutex_.
-  alignas(detail::cache_line) std::atomic<std::size_t> idle_waiters_{0};
-  std::mutex idle_mutex_;
-  std::condition_variable idle_cv_;
-  // The parkers of the threads in nap_until_idle(), linked through their
-  // stack frames. Guarded by idle_mutex_.
-  struct idle_napper {
-    detail::parker* parker;
-    idle_napper* next;
-  };
-  idle_napper* idle_nappers_ = nullptr;
+  // The threads waiting for jobs to finish, and how runners wake them.
+  detail::idle_waiters idle_;
   // The newest epoch whose jobs have all finished. Written under
   // epoch_mutex_, read by waiters.
   std::atomic<std::uint64_t> drained_epoch_{0};
@@ -1258,10 +1230,10 @@ template <class Done>
 void pool::finish_nap::nap(Done& done, std::chrono::microseconds d) {
   detail::fault::before_nap();
   if (!registered_) {
-    // Relaxed, as in outside_wait_until(): a worker that looked for
-    // waiters just before this does not signal its job, so the first nap
-    // is short; jobs that finish after it are signalled.
-    p_.flush_wanted_.fetch_add(1, std::memory_order_relaxed);
+    // A hint, as in outside_wait_until(): a worker that looked for waiters
+    // just before this does not signal its job, so the first nap is short;
+    // jobs that finish after it are signalled.
+    p_.idle_.want_flush();
     p_.finish_signal_.enlist();
     registered_ = true;
     d = std::min(d, detail::finish_registration_grace);
@@ -1276,9 +1248,8 @@ template <class Done>
 void pool::outside_wait_until(Done& done) {
   if (done()) return;
   // A worker that never runs out of work still signals us after its jobs
-  // (flush_now_and_then() looks at flush_wanted_ only). Relaxed: see
-  // signal_finish().
-  flush_wanted_.fetch_add(1, std::memory_order_relaxed);
+  // (flush_now_and_then() looks at flush_requested() only).
+  idle_.want_flush();
   finish_signal_.enlist();
   struct registration {
     pool& p;
@@ -1287,7 +1258,7 @@ void pool::outside_wait_until(Done& done) {
     registration& operator=(const registration&) = delete;
     ~registration() {
       p.finish_signal_.leave();
-      p.flush_wanted_.fetch_sub(1, std::memory_order_relaxed);
+      p.idle_.unwant_flush();
     }
   } const registered{*this};
   // The fallback for a finish we missed as we registered, or a predicate
@@ -1368,7 +1339,7 @@ void pool::help_loop(Done& done, pool* also, Nap&& nap) {
       }
     }
     // A wait() on this pool needs our counts even while we wait here.
-    if (self != nullptr && flush_requested() && hand_over_counts(*self)) wake_idle_waiters();
+    if (self != nullptr && flush_requested() && hand_over_counts(*self)) idle_.wake();
     backoff.pause(nap);
   }
 }

@@ -292,18 +292,20 @@ void pool::traced_execute(detail::job* j) noexcept {
   detail::current_trace = outer_ring;
 }
 
-// Here, beside the worker's loop that calls it on every run out of work
-// (flush()): inlined there, as it was when both lived in one file.
-void pool::notify_idle() {
+// A part's function, defined here rather than beside its part
+// (detail/core/idle_waiters.hpp): the worker's loop below calls it whenever
+// it runs out of work (flush()), and inlines it from this file, as it did
+// before the part existed.
+void detail::idle_waiters::notify() {
   {
     // Taking the lock orders this notification against a blocked waiter
-    // between its check of quiescent() and its wait. A napper leaves the
+    // between its check of the counts and its wait. A napper leaves the
     // list under it too, so its parker (its worker's, alive while it waits
     // here) is unparked only while it is still in the list.
-    std::lock_guard lock{idle_mutex_};
-    for (idle_napper* n = idle_nappers_; n != nullptr; n = n->next) n->parker->unpark();
+    std::lock_guard lock{mutex_};
+    for (napper* n = nappers_; n != nullptr; n = n->next) n->to_unpark->unpark();
   }
-  idle_cv_.notify_all();
+  cv_.notify_all();
 }
 
 void pool::worker_main(detail::worker& w, detail::worker_start* start) {

@@ -2,8 +2,8 @@
 // docs/waiting.md), the destructor's drain, a latch's await from any
 // thread, and a stand-in's scope. Every wait decides how the calling thread
 // waits through wait_on() (weft/pool.hpp): running jobs, helping its own
-// pool, or blocking until notify_idle() (in dispatch.cpp, beside the
-// worker's loop that calls it most) wakes it.
+// pool, or blocking in the core's idle_waiters part until a job's runner
+// wakes it.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -120,24 +120,6 @@ bool pool::await_until(const detail::latch& l, std::chrono::steady_clock::time_p
 }
 
 template <class Done>
-void pool::block_until(Done& done) {
-  // quiescent()'s seq_cst loads also make the jobs' effects visible: they
-  // read the counts the jobs' runners increased after running them.
-  std::unique_lock lock{idle_mutex_};
-  // seq_cst: see wake_idle_waiters().
-  idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  // Relaxed: a hint for the workers (flush_requested()).
-  flush_wanted_.fetch_add(1, std::memory_order_relaxed);
-  // A worker that runs out of work wakes us (flush()). One that never does
-  // hands its counts over without waking anybody (flush_now_and_then()), so
-  // re-check every millisecond: only while somebody waits on a busy pool.
-  while (!idle_cv_.wait_for(lock, std::chrono::milliseconds{1}, done)) {
-  }
-  flush_wanted_.fetch_sub(1, std::memory_order_relaxed);
-  idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
-}
-
-template <class Done>
 void pool::nap_until_idle(Done& done, std::chrono::microseconds d,
                           std::optional<std::chrono::steady_clock::time_point> deadline) {
   if (deadline) {
@@ -151,32 +133,7 @@ void pool::nap_until_idle(Done& done, std::chrono::microseconds d,
     return;
   }
   detail::fault::before_nap();
-  // In the list, under idle_mutex_, from its construction to its
-  // destruction, however the nap ends.
-  struct listed {
-    pool& p;
-    idle_napper node;
-    listed(pool& owner, detail::parker& parker) : p(owner), node{&parker, nullptr} {
-      const std::lock_guard lock{p.idle_mutex_};
-      node.next = p.idle_nappers_;
-      p.idle_nappers_ = &node;
-      // seq_cst: as block_until()'s, a Dekker pair with wake_idle_waiters():
-      // either the look at done() below sees the jobs finished, or their
-      // runner sees us and its notify_idle(), which takes the lock after
-      // ours, unparks us.
-      p.idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
-    }
-    listed(const listed&) = delete;
-    listed& operator=(const listed&) = delete;
-    ~listed() {
-      const std::lock_guard lock{p.idle_mutex_};
-      idle_napper** link = &p.idle_nappers_;
-      while (*link != &node) link = &(*link)->next;
-      *link = node.next;
-      p.idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
-    }
-  } const me{*this, self->nap};
-  if (!done()) self->nap.park_for(d);
+  idle_.nap(done, self->nap, d);
 }
 
 template <class Wait>
@@ -211,9 +168,9 @@ bool pool::drain_epochs(std::uint64_t target, Wait&& wait_until_drained) {
         recorded = true;
       }
     }
-    // Other waiters blocked on epoch e may stop now. seq_cst: as in
-    // wake_idle_waiters(), against a blocking waiter's increment and check.
-    if (recorded && idle_waiters_.load(std::memory_order_seq_cst) != 0) notify_idle();
+    // Other waiters blocked on epoch e may stop now: the store above, then
+    // wake()'s seq_cst load, against a blocking waiter's increment and check.
+    if (recorded) idle_.wake();
   }
 }
 
@@ -238,17 +195,16 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
   const std::uint64_t target = epoch_.load(std::memory_order_seq_cst);
   // A worker of another pool waits by helping its own pool and never blocks
   // here: tell our workers to hand over their counts meanwhile
-  // (flush_requested). A blocking waiter does so through idle_waiters_.
+  // (flush_requested). A blocking waiter does so in block_until().
   const pool* own = detail::tls.owner;
   const bool helping = !sequential() && own != nullptr && !own->sequential();
-  // Relaxed: a hint; see flush_requested().
-  if (helping) flush_wanted_.fetch_add(1, std::memory_order_relaxed);
+  if (helping) idle_.want_flush();
   struct leave_guard {
-    std::atomic<std::size_t>* waiters;
+    detail::idle_waiters* waiters;
     ~leave_guard() {
-      if (waiters != nullptr) waiters->fetch_sub(1, std::memory_order_relaxed);
+      if (waiters != nullptr) waiters->unwant_flush();
     }
-  } guard{helping ? &flush_wanted_ : nullptr};
+  } guard{helping ? &idle_ : nullptr};
   auto late = [&deadline] { return deadline && std::chrono::steady_clock::now() >= *deadline; };
   const bool idle = drain_epochs(target, [&](std::uint64_t e) {
     const auto parity = static_cast<unsigned>(e & 1);
@@ -261,7 +217,7 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
     auto drained_or_late = [&] { return drained() || late(); };
     auto nap = [&](std::chrono::microseconds d) { nap_until_idle(drained_or_late, d, deadline); };
     wait_on(
-        drained_or_late, [&] { block_until(drained_or_late); }, nap);
+        drained_or_late, [&] { idle_.block_until(drained_or_late); }, nap);
     return drained();
   });
   if (!idle) return false;
@@ -273,7 +229,7 @@ void pool::drain_all() {
   auto drained = [this] { return quiescent(); };
   auto nap = [&](std::chrono::microseconds d) { nap_until_idle(drained, d, std::nullopt); };
   wait_on(
-      drained, [&] { block_until(drained); }, nap);
+      drained, [&] { idle_.block_until(drained); }, nap);
 }
 
 }  // namespace weft

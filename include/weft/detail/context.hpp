@@ -51,7 +51,7 @@ struct alignas(cache_line) worker {
     for (unsigned p = 0; p < 2; ++p) {
       if (remote_finished[p] == 0) continue;
       // seq_cst: pairs with pool::quiescent()'s loads and, through the
-      // pool's idle_waiters_ check after flushing, with a blocked waiter
+      // pool's idle_waiters::wake() after flushing, with a blocked waiter
       // (docs/waiting.md).
       remote_home->finished[p].fetch_add(std::exchange(remote_finished[p], 0),
                                          std::memory_order_seq_cst);
