@@ -95,7 +95,7 @@ pool::pool(pool_options options)
     detail::unregister_pool(this);
     // Stop hooks that submit to us are refused (pool_closed), as in the
     // destructor.
-    closing_.store(true, std::memory_order_seq_cst);
+    accounting_.close();
     sleep_.stop();
     for (const auto& w : roster_.all()) {
       if (w->thread.joinable()) w->thread.join();
@@ -134,9 +134,9 @@ pool::~pool() {
   detail::unregister_pool(this);
   // A paused pool finishes its work too (docs/control.md).
   if (paused()) resume();
-  // seq_cst pairs with the seq_cst load in check_open(): a submitter either
-  // sees the pool closing, or its job is seen by quiescent() below.
-  closing_.store(true, std::memory_order_seq_cst);
+  // A submitter either sees the pool closing (check_open()), or its job is
+  // seen by the drain below (accounting::close()).
+  accounting_.close();
   // Timers that have not fired never will (docs/control.md, "Timers"): stop
   // the timer thread before the drain. Acquire pairs with the release CAS
   // that published the service (src/timer.cpp).
@@ -151,7 +151,7 @@ pool::~pool() {
   // wait (visit_scope).
   detail::wait_for_visits(this);
   // Nobody can make a timer any more: a service made during the drain (by
-  // one of our jobs, or a submitter that got in just before closing_) is
+  // one of our jobs, or a submitter that got in just before close()) is
   // stopped too, and the pool lets go of it. Acquire: as above.
   detail::stop_timers(timers_.load(std::memory_order_acquire), true);
   sleep_.stop();
@@ -179,12 +179,12 @@ pool::ticket pool::count_outside_spawn(std::uint32_t n) {
   return count_shared(n);
 }
 
-pool::ticket pool::count_shared(std::uint32_t n) { return count_against(external_cache_, n); }
+pool::ticket pool::count_shared(std::uint32_t n) { return count_against(accounting_.shared(), n); }
 
 void pool::add_spawned(detail::job_cache& c, unsigned epoch, std::uint32_t n) {
   std::atomic<std::uint64_t>& spawned = c.spawned[epoch];
   // seq_cst: see check_open() and count_against().
-  if (&c == &external_cache_) {
+  if (accounting_.is_shared(c)) {
     spawned.fetch_add(n, std::memory_order_seq_cst);
   } else {
     // A lane's thread is its only writer.
@@ -206,8 +206,9 @@ pool::ticket pool::count_against(detail::job_cache& c, std::uint32_t n) {
     add_spawned(c, t.epoch, n);
     return t;
   }
-  // seq_cst, as the re-reads below: ordered with the flip in drain_epochs().
-  std::uint64_t seen = epoch_.load(std::memory_order_seq_cst);
+  // seq_cst, as the re-reads below: ordered with the flip in
+  // accounting::drain().
+  std::uint64_t seen = accounting_.epoch();
   ticket t{&c, static_cast<unsigned>(seen & 1), n};
   add_spawned(c, t.epoch, n);
   check_open(t);
@@ -220,7 +221,7 @@ pool::ticket pool::count_against(detail::job_cache& c, std::uint32_t n) {
   // after our count in the seq_cst order, and the flipping waiter's collect
   // sees it (verify/idle.pml, docs/waiting.md).
   for (;;) {
-    const std::uint64_t now = epoch_.load(std::memory_order_seq_cst);
+    const std::uint64_t now = accounting_.epoch();
     if (now == seen) break;
     const auto parity = static_cast<unsigned>(now & 1);
     if (parity != t.epoch) {
@@ -238,11 +239,11 @@ pool::ticket pool::count_against(detail::job_cache& c, std::uint32_t n) {
 }
 
 void pool::check_open(const ticket& t) {
-  // seq_cst: the caller's seq_cst increment of a spawned count and this load
-  // pair with the destructor's seq_cst store of closing_ and its seq_cst
-  // loads in quiescent(): a submitter either sees the pool closing, or the
+  // The caller's seq_cst increment of a spawned count and this seq_cst load
+  // pair with the destructor's accounting::close() and its seq_cst loads in
+  // quiescent(): a submitter either sees the pool closing, or the
   // destructor sees its job and waits for it.
-  if (!closing_.load(std::memory_order_seq_cst) || on_own_worker()) return;
+  if (!accounting_.closing() || on_own_worker()) return;
   // The message first: once the count below and the end of the submission
   // are done, the destructor may free the pool.
   pool_closed refusal("weft: pool '" + name_ +
@@ -263,7 +264,7 @@ std::uint64_t pool::total(std::atomic<std::uint64_t> (detail::job_cache::*count)
       sum += (c.*count)[e].load(std::memory_order_seq_cst);
     }
   };
-  add(external_cache_);
+  add(accounting_.shared());
   for (const auto& w : roster_.all()) add(w->cache);
   const detail::lane_set& lanes = *lanes_;
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) add(lanes[i].cache);
@@ -293,18 +294,12 @@ bool pool::submissions_ended() const noexcept {
         c.spawned[0].load(std::memory_order_seq_cst) + c.spawned[1].load(std::memory_order_seq_cst);
     return c.left.load(std::memory_order_acquire) == spawned;
   };
-  if (!ended(external_cache_)) return false;
+  if (!ended(accounting_.shared())) return false;
   const detail::lane_set& lanes = *lanes_;
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
     if (!ended(lanes[i].cache)) return false;
   }
   return true;
-}
-
-detail::heap_job* pool::allocate_job(detail::job_cache& from) {
-  if (&from != &external_cache_) return from.allocate();  // the caller owns it
-  std::lock_guard lock{external_mutex_};
-  return external_cache_.allocate();
 }
 
 void pool::write_trace(const std::string& path) const {
@@ -319,7 +314,7 @@ void pool::write_trace(const std::string& path) const {
 pool_stats pool::stats() const {
   pool_stats s;
   s.workers = size();
-  s.job_slots = external_cache_.capacity();
+  s.job_slots = accounting_.shared().capacity();
   const detail::lane_set& lanes = *lanes_;
   s.lanes = lanes.size();
   for (std::size_t i = 0; i < s.lanes; ++i) s.job_slots += lanes[i].cache.capacity();

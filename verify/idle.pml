@@ -2,9 +2,10 @@
  * verify/idle.pml: SPIN model of how weft decides that a pool is idle, and
  * of pool.wait() waiting only for what was submitted before it began
  * (quiescent(), total(), count_spawn(), count_shared(), spawn_epoch(),
- * retire(), flush(), drain_epochs(), wait() in src/pool.cpp,
- * src/core/wait.cpp and include/weft/pool.hpp;
- * worker::free_remote()/flush_remote() in include/weft/detail/context.hpp; argued in docs/waiting.md, whose last
+ * retire(), flush(), accounting::drain(), wait() in src/pool.cpp,
+ * src/core/wait.cpp, include/weft/detail/core/accounting.hpp and
+ * include/weft/pool.hpp; worker::free_remote()/flush_remote() in
+ * include/weft/detail/context.hpp; argued in docs/waiting.md, whose last
  * section maps every step below to the code). Three forms of wait():
  *
  *   default      one pair of counts per job cache; wait() is the double
@@ -461,7 +462,7 @@ proctype waiter(byte me) {
 wait_begins:
      atomic { mystart = wstart; wstart++; inprog[me] = true; ninprog++; release_held(); hold_gen++ };
 #if defined(EPOCH) && defined(DRAIN)
-     /* pool::wait() and drain_epochs() as in src/core/wait.cpp */
+     /* pool::wait() (src/core/wait.cpp) and accounting::drain() */
 read_target:
      atomic { e = epoch; ein[me] = e };              /* target = epoch_.load(seq_cst) */
      do

@@ -25,6 +25,7 @@
 #include "detail/clock.hpp"
 #include "detail/config.hpp"
 #include "detail/context.hpp"
+#include "detail/core/accounting.hpp"
 #include "detail/core/attention.hpp"
 #include "detail/core/bound.hpp"
 #include "detail/core/counters.hpp"
@@ -402,7 +403,7 @@ class pool {
 
   // Job accounting (docs/waiting.md, "When is a pool idle?"). Every job is
   // counted against a job cache: the spawning worker's own, the spawning
-  // outside thread's lane's, or the pool's shared external_cache_, in one of
+  // outside thread's lane's, or the pool's shared one (accounting_), in one of
   // two epoch parities ("Waiting for what came before"). Counts only grow;
   // the pool is idle when every count of spawned jobs is matched by
   // finished ones.
@@ -447,17 +448,13 @@ class pool {
   [[nodiscard]] unsigned spawn_epoch() const noexcept {
     unsigned e = 0;
     if (detail::running_scope::find(this, e)) return e;
-    // seq_cst: ordered with the flip in drain_epochs(). A submission that
-    // reads the new epoch counts in the new parity; one that read the old
-    // epoch before the flip is concurrent with that wait, and whoever
-    // drains the old parity next waits for it (docs/waiting.md).
-    return static_cast<unsigned>(epoch_.load(std::memory_order_seq_cst) & 1);
+    return static_cast<unsigned>(accounting_.epoch() & 1);
   }
   // The last touch of the pool by a submitting thread that is not a worker.
   void end_submission(const ticket& t) noexcept {
     if (t.submission == 0) return;
     std::atomic<std::uint64_t>& left = t.cache->left;
-    if (t.cache == &external_cache_) {
+    if (accounting_.is_shared(*t.cache)) {
       // Release pairs with the acquire load in submissions_ended().
       left.fetch_add(t.submission, std::memory_order_release);
     } else {
@@ -496,7 +493,7 @@ class pool {
   }
   // For work counted as a whole (a graph run): one job on the shared cache.
   ticket enter() { return count_shared(); }
-  void leave(unsigned e) noexcept { count_finished(external_cache_, e, 1); }
+  void leave(unsigned e) noexcept { count_finished(accounting_.shared(), e, 1); }
   // Throws pool_closed if the pool is closing and the caller is not one of
   // its own jobs; the job counted by t is then counted finished.
   void check_open(const ticket& t);
@@ -507,9 +504,6 @@ class pool {
                                     unsigned first_parity, unsigned last_parity) const noexcept;
   // Whether every submission by a thread that is not a worker has ended.
   [[nodiscard]] bool submissions_ended() const noexcept;
-  // Waits until every job of epoch `target` and earlier has finished.
-  template <class Wait>
-  bool drain_epochs(std::uint64_t target, Wait&& wait_until_drained);
   // wait(), or with a deadline wait_for(); false if the deadline came first.
   bool wait_until_idle(std::optional<std::chrono::steady_clock::time_point> deadline);
   // The destructor's drain: waits, the way the calling thread should, until
@@ -687,22 +681,11 @@ class pool {
   static void run_posted(detail::job* base) noexcept;
 
   // From the cache count_spawn() returned.
-  detail::heap_job* allocate_job(detail::job_cache& from);
+  detail::heap_job* allocate_job(detail::job_cache& from) { return accounting_.allocate_job(from); }
   // A block for a future's state from the cache count_spawn() returned, and
   // the slab it belongs to.
-  struct state_memory {
-    detail::state_block* block;
-    detail::state_slab* slab;
-  };
-  state_memory allocate_state(detail::job_cache& from) {
-    if (&from != &external_cache_) {
-      detail::state_block* b = from.allocate_state();  // the caller owns it
-      return {b, from.slab()};
-    }
-    std::lock_guard lock{external_mutex_};
-    detail::state_block* b = external_cache_.allocate_state();
-    return {b, external_cache_.slab()};
-  }
+  using state_memory = detail::accounting::state_memory;
+  state_memory allocate_state(detail::job_cache& from) { return accounting_.allocate_state(from); }
   // The state S of a future of callable g, counted by t (docs/design.md,
   // "Where jobs live"): in a block of t's cache when it fits, else with
   // new. Throws what allocating or constructing throws, leaving nothing
@@ -1067,29 +1050,16 @@ class pool {
   detail::injector injector_;
   detail::sleep_controller sleep_;
 
-  // Set once by the destructor. Any thread reads.
-  alignas(detail::cache_line) std::atomic<bool> closing_{false};
-  // The epoch new outside submissions belong to (its parity selects their
-  // counters); advanced by wait() (docs/waiting.md). Read by submitters.
-  std::atomic<std::uint64_t> epoch_{1};
-
+  // Whether the pool closes, the epochs, the shared job cache.
+  detail::accounting accounting_;
   // The threads waiting for jobs to finish, and how runners wake them.
   detail::idle_waiters idle_;
-  // The newest epoch whose jobs have all finished. Written under
-  // epoch_mutex_, read by waiters.
-  std::atomic<std::uint64_t> drained_epoch_{0};
-  std::mutex epoch_mutex_;
   // Threads that are not workers running this pool's jobs (help_until),
   // which the destructor waits for, and the helper slot (helper_scope).
   detail::guests guests_;
   // Outside threads in wait_until() and wait_until()'s napping workers,
   // told of finished jobs (signal_finish()).
   detail::finish_signal finish_signal_;
-
-  // Heap jobs for threads that are not workers; external_mutex_ makes the
-  // lock holder the cache's owner.
-  alignas(detail::cache_line) std::mutex external_mutex_;
-  detail::job_cache external_cache_;
 
   // Sequential mode's FIFO.
   std::mutex sequential_mutex_;

@@ -136,44 +136,6 @@ void pool::nap_until_idle(Done& done, std::chrono::microseconds d,
   idle_.nap(done, self->nap, d);
 }
 
-template <class Wait>
-bool pool::drain_epochs(std::uint64_t target, Wait&& wait_until_drained) {
-  // Epoch e's jobs are counted in parity e & 1. Epochs drain in order, and
-  // a parity is reused (by the flip to e + 2) only after epoch e was seen
-  // drained, so a parity never holds two epochs' jobs (docs/waiting.md).
-  for (;;) {
-    // Acquire pairs with the release store below (another waiter's).
-    const std::uint64_t drained = drained_epoch_.load(std::memory_order_acquire);
-    if (drained >= target) return true;
-    const std::uint64_t e = drained + 1;
-    {
-      std::lock_guard lock{epoch_mutex_};
-      // Epoch e - 1 has drained, so parity (e + 1) & 1 is free: move new
-      // submissions there. seq_cst: ordered with the load in spawn_epoch().
-      if (epoch_.load(std::memory_order_relaxed) == e) {
-        epoch_.store(e + 1, std::memory_order_seq_cst);
-      }
-    }
-    // Until the parity is quiescent, or another waiter has seen epoch e
-    // drained: after that the parity may be reused for epoch e + 2, whose
-    // jobs came after us. False: the caller gave up (a timed wait); epoch e
-    // is left for the next waiter to record.
-    if (!wait_until_drained(e)) return false;
-    bool recorded = false;
-    {
-      std::lock_guard lock{epoch_mutex_};
-      if (drained_epoch_.load(std::memory_order_relaxed) < e) {
-        // Release pairs with the acquire loads above and in wait().
-        drained_epoch_.store(e, std::memory_order_release);
-        recorded = true;
-      }
-    }
-    // Other waiters blocked on epoch e may stop now: the store above, then
-    // wake()'s seq_cst load, against a blocking waiter's increment and check.
-    if (recorded) idle_.wake();
-  }
-}
-
 void pool::wait() { wait_until_idle(std::nullopt); }
 
 bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> deadline) {
@@ -192,7 +154,7 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
   }
   // Jobs submitted from now on belong to a later epoch than target; the
   // ones submitted so far, and everything they spawn, to target or earlier.
-  const std::uint64_t target = epoch_.load(std::memory_order_seq_cst);
+  const std::uint64_t target = accounting_.epoch();
   // A worker of another pool waits by helping its own pool and never blocks
   // here: tell our workers to hand over their counts meanwhile
   // (flush_requested). A blocking waiter does so in block_until().
@@ -206,11 +168,10 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
     }
   } guard{helping ? &idle_ : nullptr};
   auto late = [&deadline] { return deadline && std::chrono::steady_clock::now() >= *deadline; };
-  const bool idle = drain_epochs(target, [&](std::uint64_t e) {
+  auto wait_until_drained = [&](std::uint64_t e) {
     const auto parity = static_cast<unsigned>(e & 1);
     auto drained = [this, parity, e] {
-      // Acquire pairs with the release store in drain_epochs().
-      return drained_epoch_.load(std::memory_order_acquire) >= e || quiescent(parity, parity);
+      return accounting_.drained(e) || quiescent(parity, parity);
     };
     // A timed wait also stops at the deadline; block_until() looks at it
     // at least every millisecond.
@@ -219,8 +180,8 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
     wait_on(
         drained_or_late, [&] { idle_.block_until(drained_or_late); }, nap);
     return drained();
-  });
-  if (!idle) return false;
+  };
+  if (!accounting_.drain(target, wait_until_drained, idle_)) return false;
   rethrow_pending_error();
   return true;
 }

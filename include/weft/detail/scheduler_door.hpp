@@ -145,11 +145,9 @@ struct scheduler {
   // n jobs (or a batch's callables) dropped without running (stats()).
   static void count_cancelled(pool& p, std::size_t n) noexcept { p.counters_.add_cancelled(n); }
 
-  // Whether p's destruction has begun. seq_cst, as check_open()'s load:
-  // pairs with the destructor's seq_cst store of closing_.
-  [[nodiscard]] static bool closing(const pool& p) noexcept {
-    return p.closing_.load(std::memory_order_seq_cst);
-  }
+  // Whether p's destruction has begun (accounting::closing(), seq_cst as
+  // check_open()'s load).
+  [[nodiscard]] static bool closing(const pool& p) noexcept { return p.accounting_.closing(); }
   // Where p keeps its timer service (src/timer.cpp): set once, by the first
   // timer, while the caller holds a unit of p; stopped and released by p's
   // destructor through stop_timers().
