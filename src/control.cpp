@@ -73,7 +73,7 @@ detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept 
   detail::fault::at_hold();
   // A priority queue's or mailbox's job is counted again, as push_special()
   // counts it (the plain queues are not counted).
-  const bool special = &q != &injector_;
+  const bool special = &q != &queues_.shared_queue();
   // Read while we own j: once it is back in q, a purge may take and free it.
   const std::uint32_t flags = j->taken_flags();
   if (!attention_.put_back(q, j, special)) return j;  // no memory: it runs after all
@@ -244,11 +244,7 @@ std::size_t pool::purge() {
   // started when it sees the purge's time (weft/batch.hpp).
   attention_.begin_purge();
   if (sequential()) {
-    std::deque<detail::job*> queued;
-    {
-      std::lock_guard lock{sequential_mutex_};
-      queued.swap(sequential_queue_);
-    }
+    const std::deque<detail::job*> queued = queues_.take_sequential();
     std::deque<detail::job*> kept;
     for (detail::job* j : queued) {
       if ((j->flags & detail::job_flags::cancellable) != 0) {
@@ -258,8 +254,7 @@ std::size_t pool::purge() {
         kept.push_back(j);
       }
     }
-    std::lock_guard lock{sequential_mutex_};
-    sequential_queue_.insert(sequential_queue_.begin(), kept.begin(), kept.end());
+    queues_.put_back_sequential(kept);
     return dropped;
   }
   // Jobs purge may not drop go back: to their priority queue or mailbox, or
@@ -293,8 +288,8 @@ std::size_t pool::purge() {
   }
   sort_all(attention_.high(), {destination::high});
   sort_all(attention_.low(), {destination::low});
-  while (detail::job* j = injector_.pop()) sort(j, {});
-  const detail::lane_set& lanes = *lanes_;
+  while (detail::job* j = queues_.shared_queue().pop()) sort(j, {});
+  const detail::lane_set& lanes = queues_.lanes();
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
     detail::job* j = nullptr;
     while (lanes[i].queue.take(&j, 1) == 1) sort(j, {});
@@ -318,7 +313,7 @@ std::size_t pool::purge() {
 void pool::requeue(detail::job* const* jobs, std::size_t n) noexcept {
   if (n == 0) return;
   try {
-    injector_.push_many(jobs, n);
+    queues_.shared_queue().push_many(jobs, n);
   } catch (...) {
     for (std::size_t i = 0; i < n; ++i) execute(jobs[i]);  // no memory to queue them
     return;

@@ -266,7 +266,7 @@ std::uint64_t pool::total(std::atomic<std::uint64_t> (detail::job_cache::*count)
   };
   add(accounting_.shared());
   for (const auto& w : roster_.all()) add(w->cache);
-  const detail::lane_set& lanes = *lanes_;
+  const detail::lane_set& lanes = queues_.lanes();
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) add(lanes[i].cache);
   return sum;
 }
@@ -295,7 +295,7 @@ bool pool::submissions_ended() const noexcept {
     return c.left.load(std::memory_order_acquire) == spawned;
   };
   if (!ended(accounting_.shared())) return false;
-  const detail::lane_set& lanes = *lanes_;
+  const detail::lane_set& lanes = queues_.lanes();
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
     if (!ended(lanes[i].cache)) return false;
   }
@@ -315,7 +315,7 @@ pool_stats pool::stats() const {
   pool_stats s;
   s.workers = size();
   s.job_slots = accounting_.shared().capacity();
-  const detail::lane_set& lanes = *lanes_;
+  const detail::lane_set& lanes = queues_.lanes();
   s.lanes = lanes.size();
   for (std::size_t i = 0; i < s.lanes; ++i) s.job_slots += lanes[i].cache.capacity();
   for (const auto& w : roster_.all()) s.job_slots += w->cache.capacity();

@@ -33,6 +33,7 @@
 #include "detail/core/finish_signal.hpp"
 #include "detail/core/guests.hpp"
 #include "detail/core/idle_waiters.hpp"
+#include "detail/core/queues.hpp"
 #include "detail/core/roster.hpp"
 #include "detail/fault.hpp"
 #include "detail/injector.hpp"
@@ -394,11 +395,7 @@ class pool {
 
   // The calling (outside) thread's lane into this pool, or nullptr when all
   // lanes are taken and the injector has to serve.
-  detail::lane* my_lane() {
-    const detail::lane_cache_entry& cached = detail::tls_lane;
-    if (cached.pool_id == id_) return cached.bound;
-    return detail::thread_lane(id_, lanes_);
-  }
+  detail::lane* my_lane() { return queues_.my_lane(id_); }
   [[nodiscard]] bool on_own_worker() const noexcept { return detail::tls.owner == this; }
 
   // Job accounting (docs/waiting.md, "When is a pool idle?"). Every job is
@@ -1045,9 +1042,8 @@ class pool {
   detail::roster roster_;
 
   // Outside threads submit through their lane (lock-free) or, when all lanes
-  // are taken, through the injector.
-  std::shared_ptr<detail::lane_set> lanes_ = std::make_shared<detail::lane_set>();
-  detail::injector injector_;
+  // are taken, through the injector; a sequential pool's FIFO.
+  detail::queues queues_;
   detail::sleep_controller sleep_;
 
   // Whether the pool closes, the epochs, the shared job cache.
@@ -1060,10 +1056,6 @@ class pool {
   // Outside threads in wait_until() and wait_until()'s napping workers,
   // told of finished jobs (signal_finish()).
   detail::finish_signal finish_signal_;
-
-  // Sequential mode's FIFO.
-  std::mutex sequential_mutex_;
-  std::deque<detail::job*> sequential_queue_;
 
   // Pause, priorities, mailboxes and the latest purge (src/control.cpp):
   // what makes find_work() look past the plain queues.

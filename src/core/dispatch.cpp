@@ -40,8 +40,7 @@ std::uint64_t next_random(std::uint64_t& state) noexcept {
 
 void pool::push(detail::job* j) {
   if (sequential()) {
-    std::lock_guard lock{sequential_mutex_};
-    sequential_queue_.push_back(j);
+    queues_.push_sequential(&j, 1);
     return;
   }
   detail::worker* self = detail::tls.self;
@@ -50,7 +49,7 @@ void pool::push(detail::job* j) {
   } else if (detail::lane* l = my_lane()) {
     l->queue.push(j);
   } else {
-    injector_.push(j);
+    queues_.shared_queue().push(j);
   }
   sleep_.new_work();
 }
@@ -66,13 +65,12 @@ std::size_t pool::push_many(detail::job* const* jobs, std::size_t n) noexcept {
     if (self != nullptr && on_own_worker()) {
       self->deque.push_many(jobs, n);
     } else if (sequential()) {
-      std::lock_guard lock{sequential_mutex_};
-      sequential_queue_.insert(sequential_queue_.end(), jobs, jobs + n);
+      queues_.push_sequential(jobs, n);
       return n;
     } else if (detail::lane* l = my_lane()) {
       l->queue.push_many(jobs, n);
     } else {
-      injector_.push_many(jobs, n);
+      queues_.shared_queue().push_many(jobs, n);
     }
   } catch (...) {
     // Out of memory for a queue to grow (the only way a push fails): none
@@ -97,7 +95,7 @@ detail::job* pool::find_normal(detail::worker* self) {
   if (self == nullptr) {
     detail::job* j = find_elsewhere(nullptr);
     if (j != nullptr && attention_.wanted()) [[unlikely]] {
-      return hold_if_paused(j, injector_);
+      return hold_if_paused(j, queues_.shared_queue());
     }
     return j;
   }
@@ -109,7 +107,7 @@ detail::job* pool::find_normal(detail::worker* self) {
     j = find_elsewhere(self);
     if (j == nullptr) return nullptr;
     if (attention_.wanted()) [[unlikely]] {
-      j = hold_if_paused(j, injector_);
+      j = hold_if_paused(j, queues_.shared_queue());
       if (j == nullptr) return nullptr;
     }
   }
@@ -118,18 +116,13 @@ detail::job* pool::find_normal(detail::worker* self) {
 }
 
 detail::job* pool::find_elsewhere(detail::worker* self) {
-  if (sequential()) {
-    std::lock_guard lock{sequential_mutex_};
-    if (sequential_queue_.empty()) return nullptr;
-    detail::job* j = sequential_queue_.front();
-    sequential_queue_.pop_front();
-    return j;
-  }
+  if (sequential()) return queues_.pop_sequential();
   if (detail::job* j = take_from_lanes(self)) return j;
-  if (!injector_.empty()) {
-    if (self == nullptr) return injector_.pop();
+  detail::injector& injector = queues_.shared_queue();
+  if (!injector.empty()) {
+    if (self == nullptr) return injector.pop();
     self->batch.clear();
-    detail::job* j = injector_.pop(&self->batch, injector_batch);
+    detail::job* j = injector.pop(&self->batch, injector_batch);
     keep_batch(*self, false);
     if (j != nullptr) return j;
   }
@@ -161,7 +154,7 @@ void pool::keep_batch(detail::worker& self, bool far_behind) {
 }
 
 detail::job* pool::take_from_lanes(detail::worker* self) {
-  const detail::lane_set& lanes = *lanes_;
+  const detail::lane_set& lanes = queues_.lanes();
   const std::size_t n = lanes.size();
   if (n == 0) return nullptr;
   std::array<detail::job*, largest_lane_batch> taken;  // take() writes what it returns
@@ -213,11 +206,11 @@ detail::job* pool::steal_from_workers(detail::worker* self) {
 bool pool::lanes_filling(std::int64_t& last_pushed) const noexcept {
   // Only lanes hold work, they hold less than a batch, and their threads
   // pushed since the last look.
-  if (!injector_.empty()) return false;
+  if (!queues_.shared_queue().empty()) return false;
   for (const auto& w : roster_.all()) {
     if (!w->deque.empty()) return false;
   }
-  const detail::lane_set& lanes = *lanes_;
+  const detail::lane_set& lanes = queues_.lanes();
   std::int64_t pushed = 0;
   std::int64_t waiting = 0;
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
@@ -229,14 +222,7 @@ bool pool::lanes_filling(std::int64_t& last_pushed) const noexcept {
   return growing && waiting < static_cast<std::int64_t>(lane_batch);
 }
 
-bool pool::outside_queues_empty() const noexcept {
-  if (!injector_.empty()) return false;
-  const detail::lane_set& lanes = *lanes_;
-  for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
-    if (!lanes[i].queue.empty()) return false;
-  }
-  return true;
-}
+bool pool::outside_queues_empty() const noexcept { return queues_.outside_empty(); }
 
 bool pool::all_queues_empty() const noexcept {
   if (!outside_queues_empty()) return false;

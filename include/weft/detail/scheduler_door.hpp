@@ -140,7 +140,7 @@ struct scheduler {
   // injector's front (or is dropped if a purge missed it): nullptr. Returns
   // j when p is not paused after all, or there is no memory to hold it.
   [[nodiscard]] static job* hold_if_paused(pool& p, job* j) noexcept {
-    return p.hold_if_paused(j, p.injector_);
+    return p.hold_if_paused(j, p.queues_.shared_queue());
   }
   // n jobs (or a batch's callables) dropped without running (stats()).
   static void count_cancelled(pool& p, std::size_t n) noexcept { p.counters_.add_cancelled(n); }
