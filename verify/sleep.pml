@@ -44,7 +44,7 @@
  *   and after stop() every worker leaves and the state word is back to 0.
  *
  * -DGUEST adds a thread that is not a worker and stands in for one
- * (pool::stand_in_scope: a parallel algorithm's outside caller): while it is
+ * (pool::waits::stand_in_scope: a parallel algorithm's outside caller): while it is
  * in, producers wake a sleeper only if sleepers > tokens + guests, and a
  * worker may search only while searchers + guests < its limit; the guest
  * takes jobs or not, as it likes, and on leaving clears its bit (seq_cst)
@@ -83,7 +83,7 @@
 byte searchers = 0;
 byte sleepers = 0;
 byte tokens = 0;
-byte guests = 0;       /* the top bit: a guest stands in (pool::stand_in_scope) */
+byte guests = 0;       /* the top bit: a guest stands in (pool::waits::stand_in_scope) */
 
 /* sleep_controller::mutex_, cv_, stopping_ */
 byte mtx = FREE;
@@ -333,7 +333,7 @@ push:
   producers_done++
 }
 
-/* A thread standing in for a worker (pool::stand_in_scope): it enters, may
+/* A thread standing in for a worker (pool::waits::stand_in_scope): it enters, may
  * take any of the queued jobs while it is in, and leaves. */
 proctype guest() {
   bool got = false;

@@ -1,9 +1,9 @@
-// The waits of the pool: wait() and wait_for() (epochs drained in order,
+// The waits of the pool that are not templates (detail/core/wait.hpp has
+// the rest): wait() and wait_for() (epochs drained in order,
 // docs/waiting.md), the destructor's drain, a latch's await from any
 // thread, and a stand-in's scope. Every wait decides how the calling thread
-// waits through wait_on() (weft/pool.hpp): running jobs, helping its own
-// pool, or blocking in the core's idle_waiters part until a job's runner
-// wakes it.
+// waits through waits::wait_on(): running jobs, helping its own pool, or
+// blocking in the core's idle_waiters part until a job's runner wakes it.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -17,8 +17,8 @@
 namespace weft {
 
 template <class Done, class Block>
-void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block,
-                         std::chrono::steady_clock::time_point deadline) {
+void pool::waits::wait_on_latch(pool& p, const detail::latch& l, Done& done, Block&& block,
+                                std::chrono::steady_clock::time_point deadline) {
   // nap_until() subscribes a waiter to the latch; it does not change its
   // value. A thread that helps naps on the latch when it has nothing to
   // run, and set() wakes it (docs/waiting.md, "A worker's wait that finds
@@ -31,18 +31,18 @@ void pool::wait_on_latch(const detail::latch& l, Done& done, Block&& block,
   // alive. Any other thread saw the latch unset but may not touch the pool
   // until it has published its visit and checked again: the pool is
   // destroyed once the latch's job has finished (docs/waiting.md).
-  if (detail::tls.owner == this) {
-    wait_on(done, block, nap);
+  if (detail::tls.owner == &p) {
+    wait_on(p, done, block, nap);
     return;
   }
   detail::fault::at(detail::fault::await_point::entered);
-  const detail::visit_scope visit{this};
+  const detail::visit_scope visit{&p};
   if (l.is_set_now()) return;
   detail::fault::at(detail::fault::await_point::visiting);
-  wait_on(done, block, nap);
+  wait_on(p, done, block, nap);
 }
 
-pool::stand_in_scope::stand_in_scope(pool& p) : p_(p) {
+pool::waits::stand_in_scope::stand_in_scope(pool& p) : p_(p) {
   // Only a thread that is nobody to any pool: not a worker, not running a
   // sequential pool's jobs, helping none, in no worker hook (all of which
   // this_worker::index() reports).
@@ -68,7 +68,7 @@ pool::stand_in_scope::stand_in_scope(pool& p) : p_(p) {
   held_ = true;
 }
 
-pool::stand_in_scope::~stand_in_scope() {
+pool::waits::stand_in_scope::~stand_in_scope() {
   if (!held_) return;
   detail::tls.standing_in = nullptr;
   running_.reset();  // the innermost scope of this thread: unlinked first
@@ -82,19 +82,19 @@ pool::stand_in_scope::~stand_in_scope() {
   p_.end_submission(ticket_);  // last: the pool may be destroyed from here on
 }
 
-void pool::await(const detail::latch& l) {
+void pool::waits::await(pool& p, const detail::latch& l) {
   auto is_set = [&l] { return l.is_set(); };
   // block() installs our parker in the latch; it does not change its value.
   wait_on_latch(
-      l, is_set, [&] { const_cast<detail::latch&>(l).block(); },
+      p, l, is_set, [&] { const_cast<detail::latch&>(l).block(); },
       std::chrono::steady_clock::time_point::max());
 }
 
-bool pool::help_from_lane(detail::lane& mine) noexcept {
-  const helper_scope helper{*this};
+bool pool::waits::help_from_lane(pool& p, detail::lane& mine) noexcept {
+  const helper_scope helper{p};
   if (!helper.held()) return false;
   detail::job* j = nullptr;
-  // Our visit (pool::await) or the wait's contract keeps the pool, and so
+  // Our visit (await()) or the wait's contract keeps the pool, and so
   // the lane, alive.
   if (mine.queue.take(&j, 1) == 0) return false;
   // j is counted and has not finished, so the destructor cannot get past
@@ -102,26 +102,27 @@ bool pool::help_from_lane(detail::lane& mine) noexcept {
   // ourselves a visitor, as help_loop() does, for what retire() touches
   // after the finish count: entering precedes j's seq_cst finish count in
   // program order, which the destructor reads before anyone_inside().
-  guests_.enter();
+  p.guests_.enter();
   ++detail::tls.depth;
-  execute(j);
+  p.execute(j);
   --detail::tls.depth;
-  guests_.leave();
+  p.guests_.leave();
   return true;
 }
 
-bool pool::await_until(const detail::latch& l, std::chrono::steady_clock::time_point deadline) {
+bool pool::waits::await_until(pool& p, const detail::latch& l,
+                              std::chrono::steady_clock::time_point deadline) {
   // A worker helps until the latch is set or the deadline has passed (it
   // looks between jobs, so a long job makes it late).
   auto set_or_late = [&] { return l.is_set() || std::chrono::steady_clock::now() >= deadline; };
   wait_on_latch(
-      l, set_or_late, [&] { const_cast<detail::latch&>(l).block_until(deadline); }, deadline);
+      p, l, set_or_late, [&] { const_cast<detail::latch&>(l).block_until(deadline); }, deadline);
   return l.is_set();
 }
 
 template <class Done>
-void pool::nap_until_idle(Done& done, std::chrono::microseconds d,
-                          std::optional<std::chrono::steady_clock::time_point> deadline) {
+void pool::waits::nap_until_idle(pool& p, Done& done, std::chrono::microseconds d,
+                                 std::optional<std::chrono::steady_clock::time_point> deadline) {
   if (deadline) {
     d = std::min(d, std::chrono::ceil<std::chrono::microseconds>(*deadline -
                                                                  std::chrono::steady_clock::now()));
@@ -133,7 +134,7 @@ void pool::nap_until_idle(Done& done, std::chrono::microseconds d,
     return;
   }
   detail::fault::before_nap();
-  idle_.nap(done, self->nap, d);
+  p.idle_.nap(done, self->nap, d);
 }
 
 void pool::wait() { wait_until_idle(std::nullopt); }
@@ -176,9 +177,11 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
     // A timed wait also stops at the deadline; block_until() looks at it
     // at least every millisecond.
     auto drained_or_late = [&] { return drained() || late(); };
-    auto nap = [&](std::chrono::microseconds d) { nap_until_idle(drained_or_late, d, deadline); };
-    wait_on(
-        drained_or_late, [&] { idle_.block_until(drained_or_late); }, nap);
+    auto nap = [&](std::chrono::microseconds d) {
+      waits::nap_until_idle(*this, drained_or_late, d, deadline);
+    };
+    waits::wait_on(
+        *this, drained_or_late, [&] { idle_.block_until(drained_or_late); }, nap);
     return drained();
   };
   if (!accounting_.drain(target, wait_until_drained, idle_)) return false;
@@ -188,9 +191,11 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
 
 void pool::drain_all() {
   auto drained = [this] { return quiescent(); };
-  auto nap = [&](std::chrono::microseconds d) { nap_until_idle(drained, d, std::nullopt); };
-  wait_on(
-      drained, [&] { idle_.block_until(drained); }, nap);
+  auto nap = [&](std::chrono::microseconds d) {
+    waits::nap_until_idle(*this, drained, d, std::nullopt);
+  };
+  waits::wait_on(
+      *this, drained, [&] { idle_.block_until(drained); }, nap);
 }
 
 }  // namespace weft

@@ -115,7 +115,7 @@ struct alignas(cache_line) worker {
 class running_scope;
 
 // The index this_worker::index() reports for a thread that is not a worker
-// while it runs jobs as the pool's helper (pool::helper_scope).
+// while it runs jobs as the pool's helper (pool::waits::helper_scope).
 inline constexpr std::size_t no_helper_index = static_cast<std::size_t>(-1);
 
 struct context {
@@ -124,12 +124,12 @@ struct context {
   std::size_t depth = 0;   // help_until frames active on this stack
   // The innermost job this thread is running (helping waits nest them).
   const running_scope* running = nullptr;
-  // The pool whose helper slot this thread holds (pool::helper_scope), and
+  // The pool whose helper slot this thread holds (pool::waits::helper_scope), and
   // the index its jobs see: that pool's size(). In a worker hook (outside
   // any job, helping nobody) the worker's index (call_worker_hook()).
   pool* helping = nullptr;
   std::size_t helper_index = no_helper_index;
-  // The pool this thread stands in for a worker of (pool::stand_in_scope).
+  // The pool this thread stands in for a worker of (pool::waits::stand_in_scope).
   pool* standing_in = nullptr;
 };
 

@@ -38,7 +38,7 @@ inline bool pin_fails() noexcept {
 }
 
 // Called, when set, by a thread that is not a worker at two points of
-// pool::await() and await_until(): just after the caller saw the latch unset
+// pool::waits::await() and await_until(): just after the caller saw the latch unset
 // (await_point::entered), and after its visit is published and the latch
 // was seen unset again (await_point::visiting). A test pauses there to race
 // the pool's destructor.
@@ -61,7 +61,7 @@ inline void at_hold() {
 }
 
 // Called, when set, by a worker that naps until another thread wakes it
-// (pool::nap_until_idle(), pool::finish_nap, a task_group's wait) as its
+// (pool::waits::nap_until_idle(), pool::waits::finish_nap, a task_group's wait) as its
 // nap begins, after the wait's last look at its condition and before the
 // nap announces itself: a stress test delays it there, so that jobs end in
 // between.

@@ -39,19 +39,19 @@ struct local {
   [[gnu::always_inline]] static void execute(pool& p, job* j) noexcept { p.execute(j); }
 
   // Runs the pool's jobs until done() holds, napping with nap(d) when there
-  // are none (pool::help_until()).
+  // are none (pool::waits::help_until()).
   template <class Done, class Nap>
   [[gnu::always_inline]] static void help_until(pool& p, Done& done, Nap& nap) {
-    p.help_until(done, nap);
+    pool::waits::help_until(p, done, nap);
   }
 
   // A task_group's wait on the worker that made it: runs what is on top of
   // self's deque until done() holds; false when the general wait must go on
-  // (pool::help_from_own_deque()).
+  // (pool::waits::help_from_own_deque()).
   template <class Done, class Mine>
   [[gnu::always_inline]] static bool help_from_own_deque(pool& p, worker& self, Done& done,
                                                          Mine& mine) {
-    return p.help_from_own_deque(self, done, mine);
+    return pool::waits::help_from_own_deque(p, self, done, mine);
   }
 
   // A heap job C{args...} counted with plain stores and queued in the public

@@ -194,17 +194,17 @@ struct scheduler {
   // other thread calls block().
   template <class Done, class Block>
   static void wait_for(pool& p, Done& done, Block&& block) {
-    p.wait_on(done, std::forward<Block>(block));
+    pool::waits::wait_on(p, done, std::forward<Block>(block));
   }
   // wait_for() where a thread that runs jobs naps with nap(d) when it has
   // none, as in local::help_until().
   template <class Done, class Block, class Nap>
   static void wait_for(pool& p, Done& done, Block&& block, Nap&& nap) {
-    p.wait_on(done, std::forward<Block>(block), std::forward<Nap>(nap));
+    pool::waits::wait_on(p, done, std::forward<Block>(block), std::forward<Nap>(nap));
   }
   // For its lifetime, the calling thread stands in for one of p's workers
-  // if it can (held()): see pool::stand_in_scope.
-  using stand_in = pool::stand_in_scope;
+  // if it can (held()): see pool::waits::stand_in_scope.
+  using stand_in = pool::waits::stand_in_scope;
 
   // p.submit(f) for a call that has begun and whose caller waits for it:
   // purge() never drops the job and pool_options::capacity never holds it
@@ -215,10 +215,10 @@ struct scheduler {
   }
 
   // Waits for a latch the way wait_for does.
-  static void await(pool& p, const latch& l) { p.await(l); }
+  static void await(pool& p, const latch& l) { pool::waits::await(p, l); }
   // await() with a deadline; true if the latch was set.
   static bool await_until(pool& p, const latch& l, std::chrono::steady_clock::time_point deadline) {
-    return p.await_until(l, deadline);
+    return pool::waits::await_until(p, l, deadline);
   }
   // job::flags of a job purge() may drop (stamped with the purge clock).
   [[nodiscard]] static std::uint32_t cancellable_flags() noexcept {

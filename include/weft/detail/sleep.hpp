@@ -103,7 +103,7 @@ class sleep_controller {
     if (wants_a_worker(s)) wake_one(s);
   }
 
-  // A thread that is not a worker stands in for one (pool::stand_in_scope):
+  // A thread that is not a worker stands in for one (pool::waits::stand_in_scope):
   // while it is in, one worker fewer searches or is woken, so that the
   // threads running the pool's work stay as many as its workers. At most
   // one guest at a time (the pool's helper slot). seq_cst, as prepare():
