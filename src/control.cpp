@@ -103,7 +103,7 @@ void pool::hand_over_drops() noexcept {
   // until it runs out of work; this one may be searching already, or about
   // to sleep, so it hands the counts over now for wait() to see.
   detail::worker* self = detail::tls.self;
-  if (self != nullptr && on_own_worker()) flush(*self);
+  if (self != nullptr && on_own_worker()) counting::flush(*this, *self);
 }
 
 void pool::drop_missed_by_purge(detail::worker& w, std::uint32_t purge) noexcept {
@@ -408,7 +408,7 @@ void pool::retire(detail::worker& w) noexcept {
   sleep_.new_work();
   // requeue() runs jobs here when it cannot queue them: their counts too
   // must reach the waiters before this thread ends.
-  flush(w);
+  counting::flush(*this, w);
 }
 
 void pool::rescue_mail(std::size_t i) noexcept {

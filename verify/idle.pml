@@ -1,10 +1,11 @@
 /*
  * verify/idle.pml: SPIN model of how weft decides that a pool is idle, and
  * of pool.wait() waiting only for what was submitted before it began
- * (quiescent(), total(), count_spawn(), count_shared(), spawn_epoch(),
- * retire(), flush(), accounting::drain(), wait() in src/pool.cpp,
- * src/core/wait.cpp, include/weft/detail/core/accounting.hpp and
- * include/weft/pool.hpp; worker::free_remote()/flush_remote() in
+ * (pool::counting's quiescent(), total(), count_spawn(), count_shared(),
+ * spawn_epoch(), retire(), flush() in include/weft/detail/core/counting.hpp
+ * and src/core/counting.cpp; accounting::drain() in
+ * include/weft/detail/core/accounting.hpp; wait() in src/core/wait.cpp;
+ * worker::free_remote()/flush_remote() in
  * include/weft/detail/context.hpp; argued in docs/waiting.md, whose last
  * section maps every step below to the code). Three forms of wait():
  *
@@ -60,7 +61,7 @@
  *   A worker that finishes a job of its own cache only notes it (own[p], as
  *   worker::finished[p]); a job of another cache goes into its remote batch,
  *   which is handed over first when a job of a different home or parity
- *   arrives. pool::flush() hands over both, remote batch first, when the
+ *   arrives. pool::counting::flush() hands over both, remote batch first, when the
  *   worker runs out of work (-DANYFLUSH: between any two jobs, as a full
  *   batch, flush_now_and_then() or a future's immediate count may).
  *   A waiter whose collect fails blocks until a finished count grows: the
@@ -283,7 +284,7 @@ inline stream_job(p) {
 #endif
 }
 
-/* pool::flush(): the remote batch, then the worker's own counts. */
+/* pool::counting::flush(): the remote batch, then the worker's own counts. */
 inline flush_all() {
   flush_remote();
   atomic {
@@ -338,7 +339,7 @@ retire:
        jh = 0; jp = 0; jd = 0; jt = 0
      }
   :: (rc > 0 || own[0] > 0 || own[1] > 0) && FLUSH_NOW ->
-flush:                                                /* pool::flush() */
+flush:                                                /* pool::counting::flush() */
      flush_all()
 #ifdef STEADY
   /* The held job stands for the feeder's stream of jobs, which keeps the

@@ -398,179 +398,15 @@ class pool {
   detail::lane* my_lane() { return queues_.my_lane(id_); }
   [[nodiscard]] bool on_own_worker() const noexcept { return detail::tls.owner == this; }
 
-  // Job accounting (docs/waiting.md, "When is a pool idle?"). Every job is
-  // counted against a job cache: the spawning worker's own, the spawning
-  // outside thread's lane's, or the pool's shared one (accounting_), in one of
-  // two epoch parities ("Waiting for what came before"). Counts only grow;
-  // the pool is idle when every count of spawned jobs is matched by
-  // finished ones.
-
-  // How one job is counted.
-  // Two words, so that it comes back in registers.
-  struct ticket {
-    detail::job_cache* cache;  // counted against (heap jobs are allocated from it)
-    std::uint32_t epoch;       // epoch parity
-    // When the caller is not a worker of this pool, the number of jobs it
-    // counted: each is a submission it must end (end_submission) once it
-    // stops touching the pool. 0 for a worker.
-    std::uint32_t submission;
-  };
-
-  // Counts n jobs (one, or a batch's) spawned by the calling thread, all in
-  // one epoch. Throws pool_closed if the pool is closing and the caller is
-  // not one of its jobs (the submissions are then already ended).
-  ticket count_spawn(std::uint32_t n = 1) {
-    detail::worker* self = detail::tls.self;
-    if (self != nullptr && on_own_worker()) {
-      // Relaxed: the job that spawns is running and counted, so the pool is
-      // not idle before it finishes, and its finish (a seq_cst RMW after
-      // this) makes this store visible to quiescent() (docs/waiting.md). Own
-      // jobs may spawn while the pool closes.
-      const unsigned e = spawn_epoch();
-      std::atomic<std::uint64_t>& spawned = self->cache.spawned[e];
-      spawned.store(spawned.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-      return {&self->cache, e, 0};
-    }
-    return count_outside_spawn(n);
-  }
-  // count_spawn() for a thread that is not a worker of this pool.
-  ticket count_outside_spawn(std::uint32_t n);
-  ticket count_shared(std::uint32_t n = 1);
-  // Counts n jobs of a thread that is not our worker against c (a lane's
-  // cache, or the shared one), in the right epoch.
-  ticket count_against(detail::job_cache& c, std::uint32_t n);
-  void add_spawned(detail::job_cache& c, unsigned epoch, std::uint32_t n);
-  // The parity a job spawned now by the calling thread belongs to: its
-  // running job's, if that is a job of this pool; else the current epoch's.
-  [[nodiscard]] unsigned spawn_epoch() const noexcept {
-    unsigned e = 0;
-    if (detail::running_scope::find(this, e)) return e;
-    return static_cast<unsigned>(accounting_.epoch() & 1);
-  }
-  // The last touch of the pool by a submitting thread that is not a worker.
-  void end_submission(const ticket& t) noexcept {
-    if (t.submission == 0) return;
-    std::atomic<std::uint64_t>& left = t.cache->left;
-    if (accounting_.is_shared(*t.cache)) {
-      // Release pairs with the acquire load in submissions_ended().
-      left.fetch_add(t.submission, std::memory_order_release);
-    } else {
-      // A lane's thread is its only writer. Release: as above.
-      left.store(left.load(std::memory_order_relaxed) + t.submission, std::memory_order_release);
-    }
-  }
-  // Ends a submission when the scope that counted it is left, however.
-  struct submission_guard {
-    pool& owner;
-    const ticket& t;
-    submission_guard(pool& p, const ticket& tk) noexcept : owner(p), t(tk) {}
-    submission_guard(const submission_guard&) = delete;
-    submission_guard& operator=(const submission_guard&) = delete;
-    ~submission_guard() { owner.end_submission(t); }
-  };
-  // n jobs counted against c in parity e have finished (any thread).
-  void count_finished(detail::job_cache& c, unsigned e, std::uint64_t n) noexcept {
-    // seq_cst: see idle_waiters::wake().
-    c.finished[e].fetch_add(n, std::memory_order_seq_cst);
-    idle_.wake();
-  }
-  // A job counted against c in parity e has finished on the calling thread.
-  // A worker of this pool adds it to its own deferred count, handed over
-  // with its heap jobs' (retire(), flush()): quiescent() sums every cache,
-  // so which cache counts the finish does not matter, and the finishing
-  // workers stop contending for the counter of the cache that spawned
-  // (for an outside submitter, one line shared by every worker).
-  void count_job_finished(detail::job_cache& c, unsigned e) noexcept {
-    detail::worker* self = detail::tls.self;
-    if (self != nullptr && on_own_worker()) {
-      ++self->finished[e];
-      return;
-    }
-    count_finished(c, e, 1);
-  }
-  // For work counted as a whole (a graph run): one job on the shared cache.
-  ticket enter() { return count_shared(); }
-  void leave(unsigned e) noexcept { count_finished(accounting_.shared(), e, 1); }
-  // Throws pool_closed if the pool is closing and the caller is not one of
-  // its own jobs; the job counted by t is then counted finished.
-  void check_open(const ticket& t);
-  // Whether every counted job of the given parities has finished (a double
-  // collect: see .cpp).
-  [[nodiscard]] bool quiescent(unsigned first_parity = 0, unsigned last_parity = 1) const noexcept;
-  [[nodiscard]] std::uint64_t total(std::atomic<std::uint64_t> (detail::job_cache::*count)[2],
-                                    unsigned first_parity, unsigned last_parity) const noexcept;
-  // Whether every submission by a thread that is not a worker has ended.
-  [[nodiscard]] bool submissions_ended() const noexcept;
+  // The job counts kept per job cache (detail/core/counting.hpp,
+  // src/core/counting.cpp), and how one job is counted.
+  struct counting;
+  using ticket = detail::ticket;
   // wait(), or with a deadline wait_for(); false if the deadline came first.
   bool wait_until_idle(std::optional<std::chrono::steady_clock::time_point> deadline);
   // The destructor's drain: waits, the way the calling thread should, until
   // every counted job has finished.
   void drain_all();
-
-  // A heap job has run: free it and count it finished. A worker of this pool
-  // batches both and hands them over when it runs out of work (flush()), or
-  // every few jobs while a wait() needs the counts (flush_now_and_then()).
-  void retire(detail::heap_job* j) noexcept {
-    detail::worker* self = detail::tls.self;
-    const unsigned e = j->epoch;
-    if (self != nullptr && on_own_worker()) {
-      if (j->home == &self->cache) {
-        self->cache.release_local(j);
-        ++self->finished[e];
-      } else {
-        self->free_remote(j);
-      }
-      return;
-    }
-    detail::job_cache& home = *j->home;
-    home.release_remote(j, j);
-    count_finished(home, e, 1);
-  }
-
-  // Owner only: hands over the counts worker w has deferred (and the jobs
-  // of other caches it has chained); true if there were any. Wakes nobody.
-  bool hand_over_counts(detail::worker& w) noexcept {
-    bool any = w.remote_head != nullptr;
-    w.flush_remote();
-    for (unsigned e = 0; e < 2; ++e) {
-      if (w.finished[e] == 0) continue;
-      any = true;
-      // seq_cst: see idle_waiters::wake().
-      w.cache.finished[e].fetch_add(std::exchange(w.finished[e], 0), std::memory_order_seq_cst);
-    }
-    w.jobs_since_flush = 0;
-    return any;
-  }
-
-  // Owner only: hands over what worker w has batched and wakes blocked
-  // waiters. Called whenever the worker runs out of work; it wakes them even
-  // when nothing is left to hand over, since free_remote() may have counted
-  // jobs finished earlier without waking anybody.
-  void flush(detail::worker& w) noexcept {
-    hand_over_counts(w);
-    idle_.wake();
-    signal_finish();
-  }
-
-  // Whether a waiter needs the workers' counts now
-  // (idle_waiters::flush_requested()). A waiter's first 21 us of polling
-  // ask for nothing, so that short waits do not make the workers write the
-  // counters the waiter polls.
-  [[nodiscard]] bool flush_requested() const noexcept { return idle_.flush_requested(); }
-
-  // Owner only, after each job: while a wait() needs the counts, hands them
-  // over every flush_interval jobs. It wakes nobody: a blocked waiter
-  // re-checks on its own every millisecond while the pool is busy
-  // (block_until), which costs far less than a wake-up per hand-over.
-  void flush_now_and_then(detail::worker& w) noexcept {
-    if (!flush_requested()) return;
-    if (++w.jobs_since_flush >= flush_interval) hand_over_counts(w);
-    signal_finish();
-  }
-  // After a job, while outside threads wait in wait_until(): tells them to
-  // re-check their predicates.
-  void signal_finish() noexcept { finish_signal_.signal(); }
-  static constexpr std::uint32_t flush_interval = 32;
 
   // Allocates a heap job, stores `C{args...}` in it, counts it and queues it
   // (at d, under the pool's bound).
@@ -587,22 +423,6 @@ class pool {
   // worker that made it.
   template <class C, class... Args>
   void post_own(detail::worker& self, Args&&... args);
-  // Counts a job that `self`, the calling thread's worker of this pool,
-  // makes for its own deque, as post_own() counts its own; returns the
-  // epoch parity. For a job in memory of the front end's own (a
-  // task_group's slot), which then goes to push_own().
-  unsigned count_own_spawn(detail::worker& self) noexcept {
-    const unsigned e = spawn_epoch();
-    // Relaxed: as in count_spawn().
-    std::atomic<std::uint64_t>& spawned = self.cache.spawned[e];
-    spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return e;
-  }
-  // Takes back count_own_spawn() for a job that was never queued.
-  static void uncount_own_spawn(detail::worker& self, unsigned e) noexcept {
-    std::atomic<std::uint64_t>& spawned = self.cache.spawned[e];
-    spawned.store(spawned.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  }
   // Queues j, counted by count_own_spawn(), in the public part of self's
   // deque, as post_own() does. Throws only std::bad_alloc, and then j was
   // not queued. The private part is a join's alone: a job there is hidden
@@ -689,14 +509,6 @@ class pool {
   // behind (the count is the caller's to undo).
   template <class S, class G>
   S* make_state(const ticket& t, G&& g);
-  // A heap job that never ran (its post failed): free it and count it
-  // finished, so the counts still match.
-  void discard(detail::heap_job* j) noexcept {
-    detail::job_cache& home = *j->home;
-    const unsigned e = j->epoch;
-    home.release_remote(j, j);
-    count_finished(home, e, 1);
-  }
 
   // Makes a job visible to the workers (or to the waiters, sequentially).
   void push(detail::job* j);
@@ -866,8 +678,9 @@ pool& default_pool();
 
 }  // namespace weft
 
-// The waits, which the definitions below use.
-#include "detail/core/wait.hpp"  // IWYU pragma: export
+// The counts and the waits, which the definitions below use.
+#include "detail/core/counting.hpp"  // IWYU pragma: export
+#include "detail/core/wait.hpp"      // IWYU pragma: export
 
 namespace weft {
 
@@ -884,13 +697,13 @@ void pool::spawn(F&& f) {
 
 template <class C, class... Args>
 void pool::post_to(destination d, Args&&... args) {
-  const ticket t = count_spawn();
-  const submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
+  const ticket t = counting::count_spawn(*this);
+  const counting::submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
   detail::heap_job* j = nullptr;
   try {
     j = allocate_job(*t.cache);
   } catch (...) {
-    count_finished(*t.cache, t.epoch, 1);
+    counting::count_finished(*this, *t.cache, t.epoch, 1);
     throw;
   }
   j->epoch = t.epoch;
@@ -899,7 +712,7 @@ void pool::post_to(destination d, Args&&... args) {
     dispatch(j, d, t);
   } catch (...) {
     detail::destroy_callable<C>(j);
-    discard(j);
+    counting::discard(*this, j);
     throw;
   }
 }
@@ -909,7 +722,7 @@ void pool::fill_posted(detail::heap_job* j, Args&&... args) {
   try {
     detail::construct_callable<C>(j, std::forward<Args>(args)...);
   } catch (...) {
-    discard(j);
+    counting::discard(*this, j);
     throw;
   }
   j->run = &run_posted<C>;
@@ -923,13 +736,13 @@ void pool::fill_posted(detail::heap_job* j, Args&&... args) {
 template <class C, class... Args>
 void pool::post_own(detail::worker& self, Args&&... args) {
   detail::heap_job* j = self.cache.allocate();  // throws before anything is counted
-  j->epoch = count_own_spawn(self);
+  j->epoch = counting::count_own_spawn(*this, self);
   fill_posted<C>(j, std::forward<Args>(args)...);
   try {
     push_own(self, j);
   } catch (...) {
     detail::destroy_callable<C>(j);
-    discard(j);
+    counting::discard(*this, j);
     throw;
   }
 }
@@ -954,7 +767,7 @@ void pool::run_posted(detail::job* base) noexcept {
     detail::destroy_callable<C>(j);
     epilogue();
   }
-  owner->retire(j);  // last: the pool may be destroyed once the job counts as finished
+  counting::retire(*owner, j);  // last: the pool may be destroyed once the job counts as finished
 }
 
 template <class P>
@@ -1030,8 +843,8 @@ template <bool Kept, class F>
 future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(destination d, F&& f) {
   using R = std::invoke_result_t<std::decay_t<F>&>;
   using state = detail::future_job<R, std::decay_t<F>>;
-  const ticket t = count_spawn();
-  const submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
+  const ticket t = counting::count_spawn(*this);
+  const counting::submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
   state* s = nullptr;
   try {
     s = make_state<state>(t, std::forward<F>(f));
@@ -1043,7 +856,7 @@ future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(destination 
     }
   } catch (...) {
     if (s != nullptr) state::destroy_job(s);
-    count_finished(*t.cache, t.epoch, 1);
+    counting::count_finished(*this, *t.cache, t.epoch, 1);
     throw;
   }
   return future<R>(s);

@@ -103,7 +103,7 @@ detail::job* pool::find_normal(detail::worker* self) {
   if (j == nullptr) {
     // Going to look elsewhere is a good moment to hand our counts to a
     // waiter: a feeder's long jobs each come from elsewhere.
-    if (flush_requested()) hand_over_counts(*self);
+    if (counting::flush_requested(*this)) counting::hand_over_counts(*self);
     j = find_elsewhere(self);
     if (j == nullptr) return nullptr;
     if (attention_.wanted()) [[unlikely]] {
@@ -302,7 +302,7 @@ void pool::worker_main(detail::worker& w, detail::worker_start* start) {
   for (;;) {
     detail::job* j = find_work(&w);
     if (j == nullptr) {
-      flush(w);
+      counting::flush(*this, w);
       const std::uint64_t idle_from = detail::counters::now_ns();
       // Relaxed: a counter (stats()).
       w.counts.idle_since.store(idle_from + 1, std::memory_order_relaxed);
@@ -312,7 +312,7 @@ void pool::worker_main(detail::worker& w, detail::worker_start* start) {
     }
     if (j == nullptr) break;  // the pool is stopping, or we are leaving it
     execute(j);
-    flush_now_and_then(w);
+    counting::flush_now_and_then(*this, w);
   }
   if (leaving(w)) retire(w);
   if (!roster_.on_stop()) return;

@@ -57,7 +57,7 @@ pool::waits::stand_in_scope::stand_in_scope(pool& p) : p_(p) {
     return;
   }
   try {
-    ticket_ = p.count_spawn();  // throws pool_closed once the destructor has begun
+    ticket_ = counting::count_spawn(p);  // throws pool_closed once the destructor has begun
   } catch (...) {
     helper_.reset();
     throw;
@@ -78,8 +78,8 @@ pool::waits::stand_in_scope::~stand_in_scope() {
   p_.sleep_.leave_guest();
   if (!p_.all_queues_empty()) p_.sleep_.new_work();
   helper_.reset();
-  p_.count_finished(*ticket_.cache, ticket_.epoch, 1);
-  p_.end_submission(ticket_);  // last: the pool may be destroyed from here on
+  counting::count_finished(p_, *ticket_.cache, ticket_.epoch, 1);
+  counting::end_submission(p_, ticket_);  // last: the pool may be destroyed from here on
 }
 
 void pool::waits::await(pool& p, const detail::latch& l) {
@@ -172,7 +172,7 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
   auto wait_until_drained = [&](std::uint64_t e) {
     const auto parity = static_cast<unsigned>(e & 1);
     auto drained = [this, parity, e] {
-      return accounting_.drained(e) || quiescent(parity, parity);
+      return accounting_.drained(e) || counting::quiescent(*this, parity, parity);
     };
     // A timed wait also stops at the deadline; block_until() looks at it
     // at least every millisecond.
@@ -190,7 +190,7 @@ bool pool::wait_until_idle(std::optional<std::chrono::steady_clock::time_point> 
 }
 
 void pool::drain_all() {
-  auto drained = [this] { return quiescent(); };
+  auto drained = [this] { return counting::quiescent(*this); };
   auto nap = [&](std::chrono::microseconds d) {
     waits::nap_until_idle(*this, drained, d, std::nullopt);
   };

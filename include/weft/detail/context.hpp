@@ -50,7 +50,7 @@ struct alignas(cache_line) worker {
     remote_home->release_remote(remote_head, remote_tail);
     for (unsigned p = 0; p < 2; ++p) {
       if (remote_finished[p] == 0) continue;
-      // seq_cst: pairs with pool::quiescent()'s loads and, through the
+      // seq_cst: pairs with pool::counting::quiescent()'s loads and, through the
       // pool's idle_waiters::wake() after flushing, with a blocked waiter
       // (docs/waiting.md).
       remote_home->finished[p].fetch_add(std::exchange(remote_finished[p], 0),
@@ -82,7 +82,7 @@ struct alignas(cache_line) worker {
   std::uint64_t remote_finished[2] = {0, 0};
   // Owner only: the last remote_ahead jobs chained, by remote_count modulo.
   heap_job* remote_recent[remote_ahead] = {};
-  std::uint32_t jobs_since_flush = 0;  // owner only: see pool::flush_now_and_then()
+  std::uint32_t jobs_since_flush = 0;  // owner only: see pool::counting::flush_now_and_then()
   std::uint32_t picks = 0;             // owner only: pool::find_special()'s turn
 
   // pool::stats(): written by the owner only, read by anyone. One writer, so

@@ -61,16 +61,18 @@ struct local {
     p.template post_own<C>(self, std::forward<Args>(args)...);
   }
   // Counts a job in the front end's own memory that self then queues with
-  // push_public(); returns its epoch parity (pool::count_own_spawn()).
+  // push_public(); returns its epoch parity (pool::counting::count_own_spawn()).
   [[gnu::always_inline]] static unsigned count_own_spawn(pool& p, worker& self) noexcept {
-    return p.count_own_spawn(self);
+    return pool::counting::count_own_spawn(p, self);
   }
-  // A heap job has run: back to its cache, counted finished (pool::retire()).
+  // A heap job has run: back to its cache, counted finished (pool::counting::retire()).
   // For a task_group's job kept in a heap job of its home's cache.
-  [[gnu::always_inline]] static void retire(pool& p, heap_job* j) noexcept { p.retire(j); }
+  [[gnu::always_inline]] static void retire(pool& p, heap_job* j) noexcept {
+    pool::counting::retire(p, j);
+  }
   // Takes back count_own_spawn() for a job that was never queued.
   [[gnu::always_inline]] static void uncount_own_spawn(worker& self, unsigned epoch) noexcept {
-    pool::uncount_own_spawn(self, epoch);
+    pool::counting::uncount_own_spawn(self, epoch);
   }
 
   // The parker worker `index` of p naps on: a join's thief wakes its joiner

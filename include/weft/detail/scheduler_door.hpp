@@ -33,11 +33,15 @@ struct scheduler {
     pool::ticket ticket;
     [[nodiscard]] unsigned epoch() const noexcept { return ticket.epoch; }
   };
-  static unit enter(pool& p) { return unit{p.enter()}; }
-  static void end_submission(pool& p, const unit& u) noexcept { p.end_submission(u.ticket); }
+  static unit enter(pool& p) { return unit{pool::counting::enter(p)}; }
+  static void end_submission(pool& p, const unit& u) noexcept {
+    pool::counting::end_submission(p, u.ticket);
+  }
   // Ends the submission a count_spawn() ticket holds (a guard's job).
-  static void end_submission(pool& p, const pool::ticket& t) noexcept { p.end_submission(t); }
-  static void leave(pool& p, unsigned epoch) noexcept { p.leave(epoch); }
+  static void end_submission(pool& p, const pool::ticket& t) noexcept {
+    pool::counting::end_submission(p, t);
+  }
+  static void leave(pool& p, unsigned epoch) noexcept { pool::counting::leave(p, epoch); }
 
   // Queues jobs for any worker (the caller's deque on a worker of p, else a
   // lane or the injector); returns how many were queued (fewer only when a
@@ -54,13 +58,13 @@ struct scheduler {
     if (on_worker_of(p)) return publish(p, jobs, n);
     pool::ticket t{};
     try {
-      t = p.count_spawn();
+      t = pool::counting::count_spawn(p);
     } catch (...) {
       return 0;
     }
-    const pool::submission_guard guard{p, t};  // destroyed last: our last touch of p
+    const pool::counting::submission_guard guard{p, t};  // destroyed last: our last touch of p
     const std::size_t pushed = p.push_many(jobs, n);
-    p.count_finished(*t.cache, t.epoch, 1);
+    pool::counting::count_finished(p, *t.cache, t.epoch, 1);
     return pushed;
   }
 
@@ -69,21 +73,23 @@ struct scheduler {
   // submission, ended by a guard's destructor). Throws pool_closed once p's
   // destruction has begun, unless called from one of p's jobs.
   using ticket = pool::ticket;
-  using submission_guard = pool::submission_guard;
-  static ticket count_spawn(pool& p) { return p.count_spawn(); }
+  using submission_guard = pool::counting::submission_guard;
+  static ticket count_spawn(pool& p) { return pool::counting::count_spawn(p); }
   // n jobs (a batch's) counted at once, in one epoch.
-  static ticket count_spawn(pool& p, std::uint32_t n) { return p.count_spawn(n); }
+  static ticket count_spawn(pool& p, std::uint32_t n) { return pool::counting::count_spawn(p, n); }
   // n jobs counted against c in parity epoch have finished.
   static void count_finished(pool& p, job_cache& c, unsigned epoch, std::uint64_t n) noexcept {
-    p.count_finished(c, epoch, n);
+    pool::counting::count_finished(p, c, epoch, n);
   }
   // One job counted against c in parity epoch has finished on the calling
   // thread (a worker of p adds it to its own deferred count).
   static void count_job_finished(pool& p, job_cache& c, unsigned epoch) noexcept {
-    p.count_job_finished(c, epoch);
+    pool::counting::count_job_finished(p, c, epoch);
   }
   // The epoch parity a job spawned now by the calling thread belongs to.
-  [[nodiscard]] static unsigned spawn_epoch(const pool& p) noexcept { return p.spawn_epoch(); }
+  [[nodiscard]] static unsigned spawn_epoch(const pool& p) noexcept {
+    return pool::counting::spawn_epoch(p);
+  }
   // Queues j, counted by the caller, for any worker (pool::push()).
   static void push(pool& p, job* j) { p.push(j); }
   // A heap job C{args...}, counted and queued for any worker under p's bound
@@ -116,7 +122,7 @@ struct scheduler {
   [[nodiscard]] static heap_job* allocate_job(pool& p, job_cache& from) {
     return p.allocate_job(from);
   }
-  static void discard(pool& p, heap_job* j) noexcept { p.discard(j); }
+  static void discard(pool& p, heap_job* j) noexcept { pool::counting::discard(p, j); }
   // Stores C{args...} in j (allocated and counted for it) and makes it
   // runnable; if that throws, j is discarded.
   template <class C, class... Args>

@@ -20,6 +20,17 @@
 
 namespace weft::detail {
 
+// How one job is counted (pool::counting). Two words, so that it comes back
+// in registers.
+struct ticket {
+  job_cache* cache;     // counted against (heap jobs are allocated from it)
+  std::uint32_t epoch;  // epoch parity
+  // When the caller is not a worker of the pool, the number of jobs it
+  // counted: each is a submission it must end (end_submission) once it
+  // stops touching the pool. 0 for a worker.
+  std::uint32_t submission;
+};
+
 class accounting {
  public:
   accounting() = default;
@@ -29,7 +40,7 @@ class accounting {
   // The destructor begins: submissions from outside the pool's own jobs are
   // refused from now on. seq_cst pairs with closing() after a submitter's
   // seq_cst spawn count, and with the destructor's seq_cst loads of the
-  // counts (pool::quiescent()): a submitter either sees the pool closing,
+  // counts (pool::counting::quiescent()): a submitter either sees the pool closing,
   // or the destructor sees its job and waits for it.
   void close() noexcept { closing_.store(true, std::memory_order_seq_cst); }
   // seq_cst: see close().

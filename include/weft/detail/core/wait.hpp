@@ -91,7 +91,7 @@ struct pool::waits {
     ++ctx.depth;
     p.execute(j);
     --ctx.depth;
-    p.flush_now_and_then(self);
+    counting::flush_now_and_then(p, self);
   }
   // Leaves a help loop however it ends: one level of help depth, and the
   // visit of a thread that is not our worker (`visit`, or nullptr).
@@ -350,7 +350,7 @@ void pool::waits::help_loop(pool& p, Done& done, pool* also, Nap&& nap) {
   while (!done()) {
     if (detail::job* j = p.find_work(self)) {
       p.execute(j);
-      if (self != nullptr) p.flush_now_and_then(*self);
+      if (self != nullptr) counting::flush_now_and_then(p, *self);
       backoff.reset();
       continue;
     }
@@ -362,7 +362,9 @@ void pool::waits::help_loop(pool& p, Done& done, pool* also, Nap&& nap) {
       }
     }
     // A wait() on this pool needs our counts even while we wait here.
-    if (self != nullptr && p.flush_requested() && p.hand_over_counts(*self)) p.idle_.wake();
+    if (self != nullptr && counting::flush_requested(p) && counting::hand_over_counts(*self)) {
+      p.idle_.wake();
+    }
     backoff.pause(nap);
   }
 }
@@ -382,7 +384,7 @@ template <class Done, class Mine>
       // A worker's pool is never sequential: execute() would only add the
       // call and that test.
       j->run(j);
-      p.flush_now_and_then(self);  // outside waiters in wait_until() look again
+      counting::flush_now_and_then(p, self);  // outside waiters in wait_until() look again
     } else {
       run_taken(p, self, j);
       if (!may_help_from_own_deque(p)) return false;
