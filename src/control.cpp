@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/search.hpp"
 #include "weft/detail/worker_start.hpp"
 #include "weft/pool.hpp"
 
@@ -86,7 +87,7 @@ detail::job* pool::hold_if_paused(detail::job* j, detail::injector& q) noexcept 
   const std::uint32_t purge = attention_.purge_seen();
   if (detail::attention::made_before_a_purge(flags, purge) && q.remove(j)) {
     if (special) attention_.forget_one();
-    cancel_job(j);
+    posting::cancel_job(j);
     hand_over_drops();
   }
   // The rest of a batch taken with j went to the worker's own deque.
@@ -119,7 +120,7 @@ void pool::drop_missed_by_purge(detail::worker& w, std::uint32_t purge) noexcept
   bool dropped = false;
   while (detail::job* j = w.deque.pop()) {
     if (detail::attention::made_before_a_purge(j->taken_flags(), purge)) {
-      cancel_job(j);
+      posting::cancel_job(j);
       dropped = true;
     } else {
       kept.push_back(j);  // within the reserved capacity: does not throw
@@ -176,42 +177,43 @@ detail::job* pool::find_special(detail::worker* self) {
   return nullptr;
 }
 
-pool::outlook pool::outlook_for(const detail::worker& w, bool priorities,
-                                std::memory_order order) const noexcept {
-  if (leaving(w, order)) return outlook::leave;
-  if (attention_.paused(order)) return outlook::paused;
+pool::search::outlook pool::search::outlook_for(const pool& p, const detail::worker& w,
+                                                bool priorities, std::memory_order order) noexcept {
+  if (p.leaving(w, order)) return outlook::leave;
+  if (p.attention_.paused(order)) return outlook::paused;
   // The queues' seq_cst loads: the other half of their producers' pairs
   // (docs/sleep.md); mailboxes and priority queues are injectors too.
-  if (attention_.mail_waiting(w.index)) return outlook::special_job;
-  if (priorities && attention_.priority_jobs_waiting()) return outlook::special_job;
+  if (p.attention_.mail_waiting(w.index)) return outlook::special_job;
+  if (priorities && p.attention_.priority_jobs_waiting()) return outlook::special_job;
   return outlook::none;
 }
 
-bool pool::work_for(const detail::worker& w) const noexcept {
+bool pool::search::work_for(const pool& p, const detail::worker& w) noexcept {
   // seq_cst: after sleep_controller::prepare(), a Dekker pair with resume()
   // (attention::resume()'s seq_cst RMW, then wake_all()'s load of the state)
   // and with shrink() (roster::shrink_to()'s store of the target, then
   // wake_sleepers()' load).
-  const outlook o = outlook_for(w, true, std::memory_order_seq_cst);
+  const outlook o = outlook_for(p, w, true, std::memory_order_seq_cst);
   if (o != outlook::none) return o != outlook::paused;
-  return !all_queues_empty();
+  return !p.all_queues_empty();
 }
 
-bool pool::mail_for(const void* ctx) noexcept {
+bool pool::search::mail_for(const void* ctx) noexcept {
   const auto* c = static_cast<const mail_check*>(ctx);
   // Relaxed: under the sleep lock, which the producer took after its push
   // and its raise of the attention word; resume() and shrink() take it too, after
   // their stores (wake_all(), wake_sleepers()).
-  const outlook o = c->owner->outlook_for(*c->worker, false, std::memory_order_relaxed);
+  const outlook o = outlook_for(*c->owner, *c->worker, false, std::memory_order_relaxed);
   return o == outlook::leave || o == outlook::special_job;
 }
 
-bool pool::special_worth_a_look(const detail::worker& w, bool full) const noexcept {
+bool pool::search::special_worth_a_look(const pool& p, const detail::worker& w,
+                                        bool full) noexcept {
   // Relaxed: the search loop polls; the last look before sleeping is
   // work_for().
-  const outlook o = outlook_for(w, true, std::memory_order_relaxed);
+  const outlook o = outlook_for(p, w, true, std::memory_order_relaxed);
   if (o != outlook::none) return o != outlook::paused;
-  return full ? !all_queues_empty() : !outside_queues_empty();
+  return full ? !p.all_queues_empty() : !p.outside_queues_empty();
 }
 
 // ---------------------------------------------------------------------------
@@ -249,7 +251,7 @@ std::size_t pool::purge() {
     for (detail::job* j : queued) {
       if ((j->flags & detail::job_flags::cancellable) != 0) {
         dropped += callables_in(j);
-        cancel_job(j);
+        posting::cancel_job(j);
       } else {
         kept.push_back(j);
       }
@@ -264,7 +266,7 @@ std::size_t pool::purge() {
   auto sort = [&](detail::job* j, destination home) {
     if ((j->taken_flags() & detail::job_flags::cancellable) != 0) {
       dropped += callables_in(j);
-      cancel_job(j);
+      posting::cancel_job(j);
       return;
     }
     try {
@@ -429,34 +431,34 @@ void pool::rescue_mail(std::size_t i) noexcept {
 // ---------------------------------------------------------------------------
 // Bounded submission
 
-void pool::dispatch_bounded(detail::job* j, destination d) {
-  if (in_own_job()) {
+void pool::posting::dispatch_bounded(pool& p, detail::job* j, destination d) {
+  if (p.in_own_job()) {
     // A job of ours that had to wait for room could wait for itself.
-    push_to(j, d);
+    push_to(p, j, d);
     return;
   }
   using admission = detail::bound::admission;
-  switch (bound_.admit(d.kind == destination::mailbox, counters_, name_)) {
+  switch (p.bound_.admit(d.kind == destination::mailbox, p.counters_, p.name_)) {
     case admission::slot:
       j->flags |= detail::job_flags::throttled;
       try {
-        push_to(j, d);
+        push_to(p, j, d);
       } catch (...) {
         j->flags &= ~detail::job_flags::throttled;
-        bound_.release();
+        p.bound_.release();
         throw;
       }
       return;
     case admission::run_here:
-      execute(j);
+      p.execute(j);
       return;
     case admission::hand_over:
       try {
-        bound_.hand_over(job{this, j});
+        p.bound_.hand_over(job{&p, j});
       } catch (...) {
         // The job is the callable's now (dropped, if it still held it):
         // the exception goes where a job's would.
-        report_error(std::current_exception());
+        p.report_error(std::current_exception());
       }
       return;
   }

@@ -39,7 +39,7 @@ void job::reset() noexcept {
   pool* const owner = std::exchange(pool_, nullptr);
   detail::job* j = std::exchange(job_, nullptr);
   if ((j->flags & detail::job_flags::cancellable) != 0) {
-    pool::cancel_job(j);
+    pool::posting::cancel_job(j);
   } else {
     // A kind that must run (a front end's inner job): it runs here.
     owner->execute(j);

@@ -80,7 +80,7 @@ pool::pool(pool_options options)
         "(threads = 0) starts no job before a wait, so a full one could never make room");
   }
   attention_.make_mailboxes(slots);
-  roster_.make_slots(slots, detail::search::largest_batch);
+  roster_.make_slots(slots, detail::search_tuning::largest_batch);
   roster_.start_with(threads);
   // Every worker slot exists before any thread starts, so thieves can scan
   // the slots without synchronisation. With pinning or a start hook, every

@@ -65,7 +65,7 @@ void sleep_controller::wake_one(std::uint64_t s) noexcept {
 void sleep_controller::wake_all() noexcept {
   // seq_cst: as in new_work(), with resume()'s seq_cst RMW of the attention
   // word (detail::attention) as the store: a Dekker pair with a sleeper's
-  // prepare() and its seq_cst load of that word in pool::work_for().
+  // prepare() and its seq_cst load of that word in pool::search::work_for().
   std::uint64_t s = state_.load(std::memory_order_seq_cst);
   // Release pairs with the acquire CAS in park(), as in wake_one().
   while (sleepers(s) > tokens(s) &&

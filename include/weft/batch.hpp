@@ -407,16 +407,16 @@ void pool::spawn_all(Range&& callables) {
                 "weft::pool::spawn_all: pass a range of callables (a container or a view)");
   using Ref = std::ranges::range_reference_t<Range>;
   using F = std::decay_t<Ref>;
-  check_callable<F>();
+  posting::check_callable<F>();
   if constexpr (std::is_invocable_v<F&>) {
-    if (bounded_here()) {
+    if (posting::bounded_here(*this)) {
       // Under a bound each job takes its slot (or meets the policy) alone.
       for (auto&& f : callables) spawn(std::forward<Ref>(f));
       return;
     }
     if constexpr (std::ranges::sized_range<Range>) {
       const auto n = static_cast<std::size_t>(std::ranges::size(callables));
-      if (n >= batch_block_min) {
+      if (n >= posting::batch_block_min) {
         using block = detail::batch_block<F>;
         typename block::unsent batch{block::make(std::forward<Range>(callables), n)};
         if (batch.b->size != 0) detail::post_batch<F>(*this, batch);
@@ -436,11 +436,11 @@ auto pool::submit_all(Range&& callables) {
   static_assert(std::ranges::input_range<Range>,
                 "weft::pool::submit_all: pass a range of callables (a container or a view)");
   using F = std::decay_t<std::ranges::range_reference_t<Range>>;
-  check_callable<F>();
+  posting::check_callable<F>();
   if constexpr (std::is_invocable_v<F&>) {
     using R = std::invoke_result_t<F&>;
     using job = detail::submit_batch_job<F>;
-    if (bounded_here()) {
+    if (posting::bounded_here(*this)) {
       // Under a bound each job takes its slot (or meets the policy) alone.
       std::vector<future<R>> futures;
       if constexpr (std::ranges::sized_range<Range>) futures.reserve(std::ranges::size(callables));

@@ -97,18 +97,12 @@ class pool {
   /// here and passed to f as rvalues; std::ref(x) passes x by reference.
   template <class F, class... Args>
   requires(sizeof...(Args) > 0 &&
-           !std::is_same_v<std::decay_t<F>, priority>) void spawn(F&& f, Args&&... args) {
-    check_callable<F, Args...>();
-    spawn(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
-  }
+           !std::is_same_v<std::decay_t<F>, priority>) void spawn(F&& f, Args&&... args);
   /// submit(f) of f(args...), the arguments bound as spawn(f, args...) binds them.
   template <class F, class... Args>
   requires(sizeof...(Args) > 0 && !std::is_same_v<std::decay_t<F>, priority>)
       [[nodiscard]] future<detail::call_result_t<std::decay_t<F>, std::decay_t<Args>...>> submit(
-          F&& f, Args&&... args) {
-    check_callable<F, Args...>();
-    return submit(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
-  }
+          F&& f, Args&&... args);
 
   /// spawn(f) at priority p: wherever a worker chooses among queued jobs, a
   /// higher priority goes first, with a rule that keeps a steady stream of
@@ -116,21 +110,10 @@ class pool {
   /// priority::normal is spawn(f). In sequential mode jobs run in
   /// submission order whatever their priority.
   template <class F>
-  void spawn(priority p, F&& f) {
-    check_callable<F>();
-    if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
-      post_to<detached_call<std::decay_t<F>>>(queue_of(p), this, std::forward<F>(f));
-    }
-  }
+  void spawn(priority p, F&& f);
   /// submit(f) at priority p (see spawn(priority, f)).
   template <class F>
-  [[nodiscard]] future<detail::call_result_t<std::decay_t<F>&>> submit(priority p, F&& f) {
-    check_callable<F>();
-    if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
-      return submit_checked(queue_of(p), std::forward<F>(f));
-    }
-    return {};
-  }
+  [[nodiscard]] future<detail::call_result_t<std::decay_t<F>&>> submit(priority p, F&& f);
 
   /// Runs f() on worker `worker` (0 <= worker < size()) and on no other
   /// thread: the job waits in that worker's mailbox, which thieves and
@@ -141,22 +124,11 @@ class pool {
   /// Under a full bound (pool_options::capacity) it is never run by the
   /// sender: with run_here or a callable policy it waits for room.
   template <class F>
-  void spawn_on(std::size_t worker, F&& f) {
-    check_callable<F>();
-    if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
-      post_to<detached_call<std::decay_t<F>>>(mailbox_of(worker), this, std::forward<F>(f));
-    }
-  }
+  void spawn_on(std::size_t worker, F&& f);
   /// submit(f) on worker `worker` (see spawn_on).
   template <class F>
   [[nodiscard]] future<detail::call_result_t<std::decay_t<F>&>> submit_on(std::size_t worker,
-                                                                          F&& f) {
-    check_callable<F>();
-    if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
-      return submit_checked(mailbox_of(worker), std::forward<F>(f));
-    }
-    return {};
-  }
+                                                                          F&& f);
 
   /// Stops starting jobs: the workers finish the jobs they are running and
   /// take no new ones until resume() (no job submitted after pause()
@@ -313,14 +285,6 @@ class pool {
 
  private:
   friend class job;  // runs or drops a job handed to an overflow callable
-  // spawn_all's callables live in one block (weft/batch.hpp), for a range
-  // that knows its size and has at least batch_block_min of them; jobs of
-  // one layout, each a span of them, run them and split when a worker is
-  // idle. Below that, a block's allocation and splits cost more than they
-  // save: batches of 10 were 1.22-1.27x slower that way
-  // (batches/1000000_by_10/spawn_all), those of 16 to 128 1.4-2.5x faster (a
-  // test program, 1,000,000 empty jobs).
-  static constexpr std::size_t batch_block_min = 32;
   // How many callables a queued job stands for: a batch piece's span, else 1.
   static std::size_t callables_in(detail::job* j) noexcept;
 
@@ -329,67 +293,11 @@ class pool {
   friend struct detail::scheduler;
   friend struct detail::local;
 
-  // Where a job is queued: for any worker (its deque, a lane or the
-  // injector, as push() chooses), a priority queue, or one worker's mailbox
-  // (src/control.cpp).
-  struct destination {
-    enum kind_t : std::uint8_t { any, high, low, mailbox } kind = any;
-    std::size_t worker = 0;  // for mailbox
-  };
-  static destination queue_of(priority p) noexcept {
-    if (p == priority::high) return {destination::high};
-    if (p == priority::low) return {destination::low};
-    return {};
-  }
+  // Where a job is queued (detail/core/attention.hpp).
+  using destination = detail::destination;
+  static destination queue_of(priority p) noexcept { return detail::queue_of(p); }
   // Throws usage_error unless worker < size().
   [[nodiscard]] destination mailbox_of(std::size_t worker) const;
-
-  // submit() at d. Kept: a call whose caller has begun and waits for it (a
-  // parallel algorithm's root job when its caller cannot stand in): purge()
-  // does not drop it and the bound does not hold it up, as for the pool's
-  // own jobs (docs/algorithms.md, "Where it runs").
-  template <bool Kept = false, class F>
-  future<std::invoke_result_t<std::decay_t<F>&>> submit_checked(destination d, F&& f);
-
-  // One clear message for what spawn and submit cannot run.
-  template <class F, class... Args>
-  static constexpr void check_callable() {
-    if constexpr (sizeof...(Args) == 0) {
-      static_assert(std::is_invocable_v<std::decay_t<F>&>,
-                    "weft::pool::spawn/submit: f must be callable with no arguments, or "
-                    "with the arguments given after it (spawn(f, args...))");
-    } else {
-      static_assert(std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>,
-                    "weft::pool::spawn/submit(f, args...): f must be callable with copies of "
-                    "args passed as rvalues (use std::ref(x) to pass x by reference)");
-    }
-  }
-
-  // What a posted callable leaves to do once it has been destroyed.
-  struct no_epilogue {
-    void operator()() const noexcept {}
-  };
-
-  template <class F>
-  struct detached_call {
-    template <class G>
-    detached_call(pool* p, G&& g) : owner(p), fn(std::forward<G>(g)) {}
-
-    pool* owner;
-    F fn;
-    no_epilogue operator()() noexcept {
-      try {
-        fn();
-      } catch (...) {
-        owner->report_error(std::current_exception());
-      }
-      return {};
-    }
-    // purge() may drop it, unless F is the inner job of a front end that
-    // must see it run (it then says so with weft_keep_on_purge).
-    static constexpr bool cancellable = !requires { typename F::weft_keep_on_purge; };
-    no_epilogue cancel() noexcept { return {}; }
-  };
 
   [[nodiscard]] bool sequential() const noexcept { return roster_.slots() == 0; }
 
@@ -408,34 +316,9 @@ class pool {
   // every counted job has finished.
   void drain_all();
 
-  // Allocates a heap job, stores `C{args...}` in it, counts it and queues it
-  // (at d, under the pool's bound).
-  template <class C, class... Args>
-  void post_to(destination d, Args&&... args);
-  template <class C, class... Args>
-  void post(Args&&... args) {
-    post_to<C>(destination{}, std::forward<Args>(args)...);
-  }
-  // post() by `self`, the calling thread's worker of this pool, onto its own
-  // deque: counted with plain stores (no read-modify-write), and public at
-  // once, so that an idle worker may take it whatever the spawner does next
-  // (docs/deque.md, "Idle workers"). For a task_group's spawns on the
-  // worker that made it.
-  template <class C, class... Args>
-  void post_own(detail::worker& self, Args&&... args);
-  // Queues j, counted by count_own_spawn(), in the public part of self's
-  // deque, as post_own() does. Throws only std::bad_alloc, and then j was
-  // not queued. The private part is a join's alone: a job there is hidden
-  // from thieves until its owner publishes it, which only a join's
-  // contract ("f never waits for g") makes safe.
-  [[gnu::always_inline]] void push_own(detail::worker& self, detail::job* j) {
-    self.deque.push(j);
-    sleep_.new_work();
-  }
-  // Stores C{args...} in j (allocated and counted for it) and makes it
-  // runnable; if that throws, j is discarded (freed, counted finished).
-  template <class C, class... Args>
-  void fill_posted(detail::heap_job* j, Args&&... args);
+  // How a callable becomes a job the pool runs: allocated, counted and
+  // queued (detail/core/posting.hpp).
+  struct posting;
   // Owner only: the job on top of self's deque, for self to run now; the
   // private items left below it are published first (docs/deque.md, "Idle
   // workers"), so that they wait for no longer than the job that pushed them.
@@ -444,72 +327,14 @@ class pool {
     if (j != nullptr && self.deque.publish_all()) sleep_.new_work();
     return j;
   }
-
-  // Queues j, built and counted by ticket t, at d. Without a bound
-  // (pool_options::capacity), or for one of our workers, that is all;
-  // else dispatch_bounded() applies the overflow policy. Throws only while
-  // j is still the caller's (queue_full, std::bad_alloc): once it returns
-  // or hands j over, j is the pool's (or the overflow callable's).
-  void dispatch(detail::job* j, destination d, const ticket& t) {
-    if (!bound_.limited() || t.submission == 0) [[likely]] {
-      push_to(j, d);
-      return;
-    }
-    dispatch_bounded(j, d);
-  }
-  void dispatch_bounded(detail::job* j, destination d);
-  void push_to(detail::job* j, destination d) {
-    if (d.kind == destination::any) [[likely]] {
-      push(j);
-      return;
-    }
-    push_special(j, d);
-  }
   // A priority queue or a mailbox (src/control.cpp).
   void push_special(detail::job* j, destination d);
   // Whether the calling thread is running one of our jobs (on a worker, or
   // helping): its submissions are never held up by the bound.
-  [[nodiscard]] bool bounded_here() const noexcept { return bound_.limited() && !in_own_job(); }
   [[nodiscard]] bool in_own_job() const noexcept {
     unsigned e = 0;
     return on_own_worker() || detail::running_scope::find(this, e);
   }
-  // Called by every job kind that purge may drop, as it starts: gives back
-  // the job's slot of bounded submission, and says whether the job was
-  // dropped (job_flags::cancel) and must cancel instead of running.
-  static bool cancelled_at_start(pool* owner, const detail::job* j) noexcept {
-    const std::uint32_t flags = j->flags;
-    constexpr std::uint32_t acted_on = detail::job_flags::throttled | detail::job_flags::cancel;
-    if ((flags & acted_on) == 0) [[likely]] {
-      return false;
-    }
-    if ((flags & detail::job_flags::throttled) != 0) owner->bound_.release();
-    if ((flags & detail::job_flags::cancel) == 0) return false;
-    owner->counters_.add_cancelled(1);
-    return true;
-  }
-  // Drops a cancellable job the caller took from a queue (or an overflow
-  // callable let go): it runs its cancel path.
-  static void cancel_job(detail::job* j) noexcept {
-    j->flags |= detail::job_flags::cancel;
-    j->run(j);
-  }
-  template <class C>
-  static void run_posted(detail::job* base) noexcept;
-
-  // From the cache count_spawn() returned.
-  detail::heap_job* allocate_job(detail::job_cache& from) { return accounting_.allocate_job(from); }
-  // A block for a future's state from the cache count_spawn() returned, and
-  // the slab it belongs to.
-  using state_memory = detail::accounting::state_memory;
-  state_memory allocate_state(detail::job_cache& from) { return accounting_.allocate_state(from); }
-  // The state S of a future of callable g, counted by t (docs/design.md,
-  // "Where jobs live"): in a block of t's cache when it fits, else with
-  // new. Throws what allocating or constructing throws, leaving nothing
-  // behind (the count is the caller's to undo).
-  template <class S, class G>
-  S* make_state(const ticket& t, G&& g);
-
   // Makes a job visible to the workers (or to the waiters, sequentially).
   void push(detail::job* j);
   // push() for n jobs, published at once with one wake-up. Returns how many
@@ -545,43 +370,12 @@ class pool {
   // meanwhile.
   detail::job* find_normal(detail::worker* self);
   detail::job* find_elsewhere(detail::worker* self);
-  // Idle search and sleep: whether worker w may find a job now (not paused,
-  // and some queue it takes from is non-empty). seq_cst loads throughout:
-  // the recheck after sleep_controller::prepare() (docs/sleep.md).
-  [[nodiscard]] bool work_for(const detail::worker& w) const noexcept;
-  // The cheap look of an idle worker's search loop: `full` also looks at
-  // the workers' deques.
-  [[nodiscard]] bool worth_a_look(const detail::worker& w, bool full) const noexcept {
-    if (attention_.wanted()) [[unlikely]]
-      return special_worth_a_look(w, full);
-    return full ? !all_queues_empty() : !outside_queues_empty();
-  }
-  [[nodiscard]] bool special_worth_a_look(const detail::worker& w, bool full) const noexcept;
-  // What worker w may do besides taking from the plain queues (the question
-  // work_for(), special_worth_a_look() and mail_for() share): `leave` the
-  // pool (resize()); nothing while `paused`; a job in its mailbox or, with
-  // `priorities`, a priority queue (`special_job`); or `none` of these.
-  enum class outlook : std::uint8_t { none, leave, paused, special_job };
-  [[nodiscard]] outlook outlook_for(const detail::worker& w, bool priorities,
-                                    std::memory_order order) const noexcept;
-  // The `own` check of a parked worker (sleep_controller::park): whether its
-  // mailbox has a job it may start.
-  struct mail_check {
-    const pool* owner;
-    const detail::worker* worker;
-  };
-  static bool mail_for(const void* ctx) noexcept;
-  detail::job* take_from_lanes(detail::worker* self);
-  detail::job* steal_from_workers(detail::worker* self);
-  // Owner only: moves self.batch into self's deque, for others to steal.
-  // far_behind: the batch came from a lane whose producer is far ahead of
-  // the workers.
-  void keep_batch(detail::worker& self, bool far_behind);
+  // The looks of a worker's search for work and of its last look before it
+  // sleeps (src/core/search.hpp).
+  struct search;
   bool all_queues_empty() const noexcept;
   // The injector and the lanes only: what threads outside the pool push to.
   [[nodiscard]] bool outside_queues_empty() const noexcept;
-  // Idle search: whether the only work is in lanes still being filled.
-  bool lanes_filling(std::int64_t& last_pushed) const noexcept;
   void execute(detail::job* j) noexcept;
   // execute() when the pool is traced: the job's slice goes to this
   // thread's ring.
@@ -678,8 +472,10 @@ pool& default_pool();
 
 }  // namespace weft
 
-// The counts and the waits, which the definitions below use.
+// The counts, the posting of jobs and the waits, which the definitions
+// below use.
 #include "detail/core/counting.hpp"  // IWYU pragma: export
+#include "detail/core/posting.hpp"   // IWYU pragma: export
 #include "detail/core/wait.hpp"      // IWYU pragma: export
 
 namespace weft {
@@ -688,86 +484,11 @@ namespace weft {
 
 template <class F>
 void pool::spawn(F&& f) {
-  check_callable<F>();
+  posting::check_callable<F>();
   // Nothing more to report when f cannot be called.
   if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
-    post<detached_call<std::decay_t<F>>>(this, std::forward<F>(f));
+    posting::post<posting::detached_call<std::decay_t<F>>>(*this, this, std::forward<F>(f));
   }
-}
-
-template <class C, class... Args>
-void pool::post_to(destination d, Args&&... args) {
-  const ticket t = counting::count_spawn(*this);
-  const counting::submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
-  detail::heap_job* j = nullptr;
-  try {
-    j = allocate_job(*t.cache);
-  } catch (...) {
-    counting::count_finished(*this, *t.cache, t.epoch, 1);
-    throw;
-  }
-  j->epoch = t.epoch;
-  fill_posted<C>(j, std::forward<Args>(args)...);
-  try {
-    dispatch(j, d, t);
-  } catch (...) {
-    detail::destroy_callable<C>(j);
-    counting::discard(*this, j);
-    throw;
-  }
-}
-
-template <class C, class... Args>
-void pool::fill_posted(detail::heap_job* j, Args&&... args) {
-  try {
-    detail::construct_callable<C>(j, std::forward<Args>(args)...);
-  } catch (...) {
-    counting::discard(*this, j);
-    throw;
-  }
-  j->run = &run_posted<C>;
-  if constexpr (requires(C & c) { c.job_flags(); }) {
-    j->flags = detail::callable_of<C>(j)->job_flags();  // a kind that says (a batch's piece)
-  } else if constexpr (C::cancellable) {
-    j->flags = detail::attention::cancellable_flags();
-  }
-}
-
-template <class C, class... Args>
-void pool::post_own(detail::worker& self, Args&&... args) {
-  detail::heap_job* j = self.cache.allocate();  // throws before anything is counted
-  j->epoch = counting::count_own_spawn(*this, self);
-  fill_posted<C>(j, std::forward<Args>(args)...);
-  try {
-    push_own(self, j);
-  } catch (...) {
-    detail::destroy_callable<C>(j);
-    counting::discard(*this, j);
-    throw;
-  }
-}
-
-template <class C>
-void pool::run_posted(detail::job* base) noexcept {
-  auto* j = static_cast<detail::heap_job*>(base);
-  C* c = detail::callable_of<C>(j);
-  pool* owner = c->owner;
-  {
-    // A kind that names what it belongs to (a task_group's job) marks the
-    // scope with it, so that its front end can recognise it on the stack.
-    const void* work = nullptr;
-    if constexpr (requires { c->work(); }) work = c->work();
-    const detail::running_scope running{owner, j->epoch, work};
-    // Only a cancellable kind is ever dropped (purge(), weft::job).
-    const bool dropped = cancelled_at_start(owner, j) && C::cancellable;
-    auto epilogue = dropped ? c->cancel() : (*c)();
-    // The callable and its captures go before anybody waiting for the job
-    // is released (the epilogue, or the count below), so their destructors
-    // never run after the waiter returned.
-    detail::destroy_callable<C>(j);
-    epilogue();
-  }
-  counting::retire(*owner, j);  // last: the pool may be destroyed once the job counts as finished
 }
 
 template <class P>
@@ -793,73 +514,65 @@ void pool::wait_until(P&& pred) {
   }
 }
 
-namespace detail {
-
-// Gives back block b of `from`, whose state has been destroyed: to the free
-// list of the cache's owner when that is the calling thread (a worker letting
-// go of a state from its own cache), else to the slab's stack. Any thread.
-inline void release_state_block(state_slab* from, state_block* b) noexcept {
-  worker* self = tls.self;
-  if (self != nullptr && self->cache.slab() == from) {
-    self->cache.release_state_local(b);
-    return;
-  }
-  from->release(b);
-}
-
-}  // namespace detail
-
-template <class S, class G>
-S* pool::make_state(const ticket& t, G&& g) {
-  S* s = nullptr;
-  if constexpr (detail::fits_state_block<S>) {
-    const state_memory m = allocate_state(*t.cache);
-    try {
-      s = ::new (static_cast<void*>(m.block->bytes)) S(this, std::forward<G>(g));
-    } catch (...) {
-      detail::release_state_block(m.slab, m.block);
-      throw;
-    }
-    s->slab = m.slab;
-  } else {
-    s = new S(this, std::forward<G>(g));
-  }
-  s->counted = t.cache;
-  s->epoch = t.epoch;
-  return s;
-}
-
 template <class F>
 future<detail::call_result_t<std::decay_t<F>&>> pool::submit(F&& f) {
-  check_callable<F>();
+  posting::check_callable<F>();
   // Nothing more to report when f cannot be called.
   if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
-    return submit_checked(destination{}, std::forward<F>(f));
+    return posting::submit_checked(*this, destination{}, std::forward<F>(f));
   }
   return {};
 }
 
-template <bool Kept, class F>
-future<std::invoke_result_t<std::decay_t<F>&>> pool::submit_checked(destination d, F&& f) {
-  using R = std::invoke_result_t<std::decay_t<F>&>;
-  using state = detail::future_job<R, std::decay_t<F>>;
-  const ticket t = counting::count_spawn(*this);
-  const counting::submission_guard guard{*this, t};  // destroyed last: the last touch of the pool
-  state* s = nullptr;
-  try {
-    s = make_state<state>(t, std::forward<F>(f));
-    if constexpr (Kept) {
-      s->flags = 0;  // not cancellable, not throttled
-      push_to(s, d);
-    } else {
-      dispatch(s, d, t);
-    }
-  } catch (...) {
-    if (s != nullptr) state::destroy_job(s);
-    counting::count_finished(*this, *t.cache, t.epoch, 1);
-    throw;
+template <class F, class... Args>
+requires(sizeof...(Args) > 0 &&
+         !std::is_same_v<std::decay_t<F>, priority>) void pool::spawn(F&& f, Args&&... args) {
+  posting::check_callable<F, Args...>();
+  spawn(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
+}
+
+template <class F, class... Args>
+requires(sizeof...(Args) > 0 && !std::is_same_v<std::decay_t<F>, priority>)
+    future<detail::call_result_t<std::decay_t<F>, std::decay_t<Args>...>> pool::submit(
+        F&& f, Args&&... args) {
+  posting::check_callable<F, Args...>();
+  return submit(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...));
+}
+
+template <class F>
+void pool::spawn(priority p, F&& f) {
+  posting::check_callable<F>();
+  if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+    posting::post_to<posting::detached_call<std::decay_t<F>>>(*this, queue_of(p), this,
+                                                              std::forward<F>(f));
   }
-  return future<R>(s);
+}
+
+template <class F>
+future<detail::call_result_t<std::decay_t<F>&>> pool::submit(priority p, F&& f) {
+  posting::check_callable<F>();
+  if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+    return posting::submit_checked(*this, queue_of(p), std::forward<F>(f));
+  }
+  return {};
+}
+
+template <class F>
+void pool::spawn_on(std::size_t worker, F&& f) {
+  posting::check_callable<F>();
+  if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+    posting::post_to<posting::detached_call<std::decay_t<F>>>(*this, mailbox_of(worker), this,
+                                                              std::forward<F>(f));
+  }
+}
+
+template <class F>
+future<detail::call_result_t<std::decay_t<F>&>> pool::submit_on(std::size_t worker, F&& f) {
+  posting::check_callable<F>();
+  if constexpr (std::is_invocable_v<std::decay_t<F>&>) {
+    return posting::submit_checked(*this, mailbox_of(worker), std::forward<F>(f));
+  }
+  return {};
 }
 
 }  // namespace weft

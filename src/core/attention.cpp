@@ -22,7 +22,7 @@ bool attention::resume(sleep_controller& sleep) {
   std::lock_guard lock{mutex_};
   if (!paused()) return false;
   // seq_cst: a Dekker pair with paused(seq_cst) in a worker's last look
-  // before it sleeps (pool::work_for()): either it sees the pool resumed,
+  // before it sleeps (pool::search::work_for()): either it sees the pool resumed,
   // or wake_all() sees it asleep.
   word_.fetch_sub(paused_weight, std::memory_order_seq_cst);
   sleep.wake_all();

@@ -21,7 +21,7 @@ namespace weft {
 
 namespace {
 
-using namespace detail::search;
+using namespace detail::search_tuning;
 
 void name_thread(const std::string& base, std::size_t index) {
   // Linux keeps the name's last 15 characters (platform::name_this_thread).
@@ -117,19 +117,19 @@ detail::job* pool::find_normal(detail::worker* self) {
 
 detail::job* pool::find_elsewhere(detail::worker* self) {
   if (sequential()) return queues_.pop_sequential();
-  if (detail::job* j = take_from_lanes(self)) return j;
+  if (detail::job* j = search::take_from_lanes(*this, self)) return j;
   detail::injector& injector = queues_.shared_queue();
   if (!injector.empty()) {
     if (self == nullptr) return injector.pop();
     self->batch.clear();
     detail::job* j = injector.pop(&self->batch, injector_batch);
-    keep_batch(*self, false);
+    search::keep_batch(*this, *self, false);
     if (j != nullptr) return j;
   }
-  return steal_from_workers(self);
+  return search::steal_from_workers(*this, self);
 }
 
-void pool::keep_batch(detail::worker& self, bool far_behind) {
+void pool::search::keep_batch(pool& p, detail::worker& self, bool far_behind) {
   if (self.batch.empty()) return;
   // The deque is empty here (a batch is only taken after the owner's pop
   // found nothing, and only the owner pushes) and a batch is smaller than
@@ -150,11 +150,11 @@ void pool::keep_batch(detail::worker& self, bool far_behind) {
     // fell into a mode of 2-3x their time (docs/deque.md, "What landed").
     for (auto it = self.batch.rbegin(); it != self.batch.rend(); ++it) self.deque.push(*it);
   }
-  sleep_.new_work();
+  p.sleep_.new_work();
 }
 
-detail::job* pool::take_from_lanes(detail::worker* self) {
-  const detail::lane_set& lanes = queues_.lanes();
+detail::job* pool::search::take_from_lanes(pool& p, detail::worker* self) {
+  const detail::lane_set& lanes = p.queues_.lanes();
   const std::size_t n = lanes.size();
   if (n == 0) return nullptr;
   std::array<detail::job*, largest_lane_batch> taken;  // take() writes what it returns
@@ -175,27 +175,28 @@ detail::job* pool::take_from_lanes(detail::worker* self) {
       // A full batch that leaves many more waiting: the producer is far
       // ahead of the workers.
       const auto left = waiting - static_cast<std::int64_t>(got);
-      keep_batch(*self, got >= lane_batch && left >= lane_backlog);
+      keep_batch(p, *self, got >= lane_batch && left >= lane_backlog);
     }
     return taken[0];
   }
   return nullptr;
 }
 
-detail::job* pool::steal_from_workers(detail::worker* self) {
+detail::job* pool::search::steal_from_workers(pool& p, detail::worker* self) {
   // Relaxed: a deque missed by a stale count is seen by the look before
   // sleeping (work_for(), which scans every slot).
-  const std::size_t n = roster_.active();
+  const std::size_t n = p.roster_.active();
   static thread_local std::uint64_t outsider_rng = 0x2545F4914F6CDD1DULL;
   const std::size_t start = next_random(self != nullptr ? self->rng : outsider_rng) % n;
   for (std::size_t k = 0; k < n; ++k) {
-    detail::worker& victim = roster_[(start + k) % n];
+    detail::worker& victim = p.roster_[(start + k) % n];
     if (&victim == self) continue;
     if (self != nullptr) detail::worker::bump(self->counts.steal_attempts);
     if (detail::job* j = victim.deque.steal()) {
       if (self != nullptr) detail::worker::bump(self->counts.steals);
-      if (tracer_ != nullptr && self != nullptr) [[unlikely]] {
-        tracer_->ring(self->index).instant(detail::trace_kind::steal, tracer_->now(), victim.index);
+      if (p.tracer_ != nullptr && self != nullptr) [[unlikely]] {
+        p.tracer_->ring(self->index)
+            .instant(detail::trace_kind::steal, p.tracer_->now(), victim.index);
       }
       return j;
     }
@@ -203,14 +204,14 @@ detail::job* pool::steal_from_workers(detail::worker* self) {
   return nullptr;
 }
 
-bool pool::lanes_filling(std::int64_t& last_pushed) const noexcept {
+bool pool::search::lanes_filling(const pool& p, std::int64_t& last_pushed) noexcept {
   // Only lanes hold work, they hold less than a batch, and their threads
   // pushed since the last look.
-  if (!queues_.shared_queue().empty()) return false;
-  for (const auto& w : roster_.all()) {
+  if (!p.queues_.shared_queue().empty()) return false;
+  for (const auto& w : p.roster_.all()) {
     if (!w->deque.empty()) return false;
   }
-  const detail::lane_set& lanes = queues_.lanes();
+  const detail::lane_set& lanes = p.queues_.lanes();
   std::int64_t pushed = 0;
   std::int64_t waiting = 0;
   for (std::size_t i = 0, n = lanes.size(); i < n; ++i) {
@@ -360,20 +361,20 @@ detail::job* pool::idle(detail::worker& w) {
         // submit/get round trip fell into a mode of 30-230 us, now and
         // then for a whole run (docs/sleep.md).
         if (polls % yield_every_polls == 0) std::this_thread::yield();
-        if (worth_a_look(w, full)) {
+        if (search::worth_a_look(*this, w, full)) {
           if (leaving(w)) break;
           // A lane whose thread is still pushing: let a batch build up
           // instead of taking its jobs one by one, which costs the producer
           // a cache miss per job, and look less often meanwhile. A lane that
           // stopped growing (a submit/get ping-pong) is taken at once.
-          if (lanes_filling(last_pushed)) {
+          if (search::lanes_filling(*this, last_pushed)) {
             pauses = std::min(pauses * 2, max_pauses_while_filling);
             continue;
           }
           if (detail::job* j = find_work(&w)) {
             // Producers that saw us searching woke nobody; if we were the
             // last searcher and work is left, wake a sleeper for it.
-            if (sleep_.stop_searching() && work_for(w)) sleep_.new_work();
+            if (sleep_.stop_searching() && search::work_for(*this, w)) sleep_.new_work();
             return j;
           }
         }
@@ -381,15 +382,15 @@ detail::job* pool::idle(detail::worker& w) {
     }
     // Announce, look once more, then park (docs/sleep.md).
     sleep_.prepare(searching);
-    if (work_for(w)) {
+    if (search::work_for(*this, w)) {
       sleep_.cancel();  // sleeping -> searching
       searching = true;
       continue;
     }
     const std::uint64_t parked_at = tracer_ != nullptr ? tracer_->now() : 0;
     detail::worker::bump(w.counts.parks);
-    const mail_check mail{this, &w};
-    const bool woken = sleep_.park(&pool::mail_for, &mail);
+    const search::mail_check mail{this, &w};
+    const bool woken = sleep_.park(&search::mail_for, &mail);
     if (woken) detail::worker::bump(w.counts.wakeups);
     if (tracer_ != nullptr) [[unlikely]] {
       tracer_->ring(w.index).span(detail::trace_kind::parked, "parked", parked_at, tracer_->now());

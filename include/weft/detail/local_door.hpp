@@ -32,7 +32,7 @@ struct local {
   // Pushes j into the public part of self's deque, where an idle worker may
   // take it at once, and tells the sleep protocol (new_work()).
   [[gnu::always_inline]] static void push_public(pool& p, worker& self, job* j) {
-    p.push_own(self, j);
+    pool::posting::push_own(p, self, j);
   }
 
   // Runs j, which self took from its own deque, as a worker's loop runs a job.
@@ -55,10 +55,10 @@ struct local {
   }
 
   // A heap job C{args...} counted with plain stores and queued in the public
-  // part of self's deque (pool::post_own()).
+  // part of self's deque (pool::posting::post_own()).
   template <class C, class... Args>
   [[gnu::always_inline]] static void post_own(pool& p, worker& self, Args&&... args) {
-    p.template post_own<C>(self, std::forward<Args>(args)...);
+    pool::posting::post_own<C>(p, self, std::forward<Args>(args)...);
   }
   // Counts a job in the front end's own memory that self then queues with
   // push_public(); returns its epoch parity (pool::counting::count_own_spawn()).

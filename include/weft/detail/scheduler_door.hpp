@@ -93,15 +93,15 @@ struct scheduler {
   // Queues j, counted by the caller, for any worker (pool::push()).
   static void push(pool& p, job* j) { p.push(j); }
   // A heap job C{args...}, counted and queued for any worker under p's bound
-  // (pool::post()); C is a posted callable (see pool::run_posted()).
+  // (pool::posting::post()); C is a posted callable (see pool::posting::run_posted()).
   template <class C, class... Args>
   static void post(pool& p, Args&&... args) {
-    p.template post<C>(std::forward<Args>(args)...);
+    pool::posting::post<C>(p, std::forward<Args>(args)...);
   }
   // Called by a job that purge() may drop, as it starts: gives back its slot
   // of bounded submission; true if it was dropped and must cancel.
   [[nodiscard]] static bool cancelled_at_start(pool& p, const job* j) noexcept {
-    return pool::cancelled_at_start(&p, j);
+    return pool::posting::cancelled_at_start(&p, j);
   }
 
   static void report_error(pool& p, std::exception_ptr e) noexcept { p.report_error(std::move(e)); }
@@ -109,30 +109,30 @@ struct scheduler {
   // Jobs made one at a time (the batches of weft/batch.hpp).
   // C, run detached: f's exception goes to the error path; purge() may drop it.
   template <class F>
-  using detached_call = pool::detached_call<F>;
+  using detached_call = pool::posting::detached_call<F>;
   // What a posted callable returns (nothing left to do once it is gone).
-  using no_epilogue = pool::no_epilogue;
+  using no_epilogue = pool::posting::no_epilogue;
   // The run function of a heap job holding a posted callable C.
   template <class C>
   [[nodiscard]] static constexpr auto run_posted() noexcept {
-    return &pool::run_posted<C>;
+    return &pool::posting::run_posted<C>;
   }
   // A heap job from the cache a ticket counted against; freed, counted
   // finished, with discard() if it is never queued.
   [[nodiscard]] static heap_job* allocate_job(pool& p, job_cache& from) {
-    return p.allocate_job(from);
+    return p.accounting_.allocate_job(from);
   }
   static void discard(pool& p, heap_job* j) noexcept { pool::counting::discard(p, j); }
   // Stores C{args...} in j (allocated and counted for it) and makes it
   // runnable; if that throws, j is discarded.
   template <class C, class... Args>
   static void fill_posted(pool& p, heap_job* j, Args&&... args) {
-    p.template fill_posted<C>(j, std::forward<Args>(args)...);
+    pool::posting::fill_posted<C>(p, j, std::forward<Args>(args)...);
   }
-  // A future's state S of callable g, counted by t (pool::make_state()).
+  // A future's state S of callable g, counted by t (pool::posting::make_state()).
   template <class S, class G>
   static S* make_state(pool& p, const ticket& t, G&& g) {
-    return p.template make_state<S>(t, std::forward<G>(g));
+    return pool::posting::make_state<S>(p, t, std::forward<G>(g));
   }
   // A hint, read relaxed: whether p may be paused now (a job that begins as
   // it is read is one job late, as for a job taken just before).
@@ -217,7 +217,7 @@ struct scheduler {
   // up (a parallel algorithm's root job, which must run whoever runs it).
   template <class F>
   static auto submit_kept(pool& p, F&& f) {
-    return p.submit_checked<true>(pool::destination{}, std::forward<F>(f));
+    return pool::posting::submit_checked<true>(p, pool::destination{}, std::forward<F>(f));
   }
 
   // Waits for a latch the way wait_for does.

@@ -16,12 +16,26 @@
 #include <mutex>
 #include <vector>
 
+#include "../../job.hpp"
 #include "../config.hpp"
 #include "../injector.hpp"
 #include "../job.hpp"
 #include "../sleep.hpp"
 
 namespace weft::detail {
+
+// Where a job is queued: for any worker (its deque, a lane or the injector,
+// as pool::push() chooses), a priority queue, or one worker's mailbox (the
+// last three are this part's queues).
+struct destination {
+  enum kind_t : std::uint8_t { any, high, low, mailbox } kind = any;
+  std::size_t worker = 0;  // for mailbox
+};
+inline destination queue_of(priority p) noexcept {
+  if (p == priority::high) return {destination::high};
+  if (p == priority::low) return {destination::low};
+  return {};
+}
 
 class attention {
  public:
@@ -35,7 +49,7 @@ class attention {
 
   // Whether a worker must look past the plain queues now. Relaxed: a hint.
   // The queues counted in the word publish their jobs themselves, and a
-  // worker about to sleep looks at them directly (pool::work_for()).
+  // worker about to sleep looks at them directly (pool::search::work_for()).
   [[nodiscard]] bool wanted() const noexcept { return word_.load(std::memory_order_relaxed) != 0; }
   // Whether the pool is paused. Relaxed by default (a snapshot: pause() and
   // resume() are ordered by their mutex); seq_cst for a worker's last look

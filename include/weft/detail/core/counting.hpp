@@ -188,9 +188,9 @@ struct pool::counting {
   static void signal_finish(pool& p) noexcept { p.finish_signal_.signal(); }
   static constexpr std::uint32_t flush_interval = 32;
   // Counts a job that `self`, the calling thread's worker of this pool,
-  // makes for its own deque, as pool::post_own() counts its own; returns the
+  // makes for its own deque, as pool::posting::post_own() counts its own; returns the
   // epoch parity. For a job in memory of the front end's own (a
-  // task_group's slot), which then goes to pool::push_own().
+  // task_group's slot), which then goes to pool::posting::push_own().
   static unsigned count_own_spawn(const pool& p, detail::worker& self) noexcept {
     const unsigned e = spawn_epoch(p);
     // Relaxed: as in count_spawn().
