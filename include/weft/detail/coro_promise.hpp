@@ -84,10 +84,18 @@ class coro_stack_scope {
   const char* outer_;
 };
 
-// Resumes a suspended coroutine as a job of its start's pool: a join's
-// queued child, or a coroutine whose future became ready. Lives in the
-// frame of the coroutine that waits, which may end (and free it) as soon
-// as h.resume() begins.
+// Runs a job that resumes coroutine h of start r, on this thread: the job's
+// running_scope (the pool and epoch parity its spawns count in), the mark
+// of where its stack begins (coro_stack_scope), and, in a traced pool, a
+// slice named `label`. The coroutine may free the job as soon as it
+// resumes: only copies are used.
+[[gnu::always_inline]] inline void coro_run(const coro_root& r, std::coroutine_handle<> h,
+                                            const char* label) noexcept;
+
+// Resumes a suspended coroutine as a job of its start's pool: a coroutine
+// whose future became ready, whose timer fired, whose flow task finished.
+// Lives in the frame of the coroutine that waits, which may end (and free
+// it) as soon as h.resume() begins.
 struct coro_resume : job {
   std::coroutine_handle<> handle;
   coro_root* root = nullptr;
@@ -107,16 +115,7 @@ struct coro_resume : job {
   }
   static void resume_here(job* j) noexcept {
     auto* self = static_cast<coro_resume*>(j);
-    const coro_root& r = *self->root;
-    const running_scope running{r.owner, r.epoch};
-    const coro_stack_scope stack;
-    // A traced pool's job (pool::execute set the thread's ring): one
-    // predictable branch otherwise.
-    if (current_trace != nullptr) [[unlikely]] {
-      traced_resume(self->handle, self->label);
-      return;
-    }
-    self->handle.resume();  // the last touch of *self
+    coro_run(*self->root, self->handle, self->label);  // the last touch of *self
   }
 
   // The resumption as a slice named `label`, inside the job's slice. The
@@ -128,30 +127,59 @@ struct coro_resume : job {
   }
 };
 
+inline void coro_run(const coro_root& r, std::coroutine_handle<> h, const char* label) noexcept {
+  const running_scope running{r.owner, r.epoch};
+  const coro_stack_scope stack;
+  // A traced pool's job (pool::execute set the thread's ring): one
+  // predictable branch otherwise.
+  if (current_trace != nullptr) [[unlikely]] {
+    coro_resume::traced_resume(h, label);
+    return;
+  }
+  h.resume();
+}
+
 // A join's child as its siblings and its queue see it (detail/coro_join.hpp,
 // docs/coroutines.md, "Join: what is stolen"): the job that resumes it when
-// it is taken from a deque, and its place in the join.
+// it is taken from a deque, and its place in the join. Made by the join's
+// await_suspend(), every field at once; plain data, never destroyed.
 struct coro_join_link;
-struct coro_join_slot : coro_resume {
-  coro_join_link* link = nullptr;
-  std::size_t index = 0;
+struct coro_join_slot : job {
+  std::coroutine_handle<> handle;
+  coro_join_link* link;
+  std::size_t index;
   // How many of the join's children finished into this one: 1 (itself)
   // plus those handed on to it one after the other (finished()). Written by
   // the parent before the slot is queued, and by the sibling before this
   // one that took the slot back from its own deque, which then owns it.
   std::size_t owed = 1;
+
+  coro_join_slot(std::coroutine_handle<> h, coro_join_link* l, std::size_t i) noexcept
+      : handle(h), link(l), index(i) {
+    this->run = &resume_child;
+  }
+  // Taken from a deque: by a thief, by its own worker's loop, or run at
+  // once when the deque could not take it.
+  static void resume_child(job* j) noexcept;
 };
 
 // What a join's children share. `home`: the worker on whose deque children
 // 1..count-1 wait; null when they are chained instead (a thread that is not
 // one of the pool's workers: each finished child hands on to the next).
+// Every field is set by the join's await_suspend(), before any child runs.
 struct coro_join_link {
-  std::atomic<std::size_t> pending{0};
+  std::atomic<std::size_t> pending;
   std::coroutine_handle<> parent;
-  coro_join_slot* slots = nullptr;
-  std::size_t count = 0;
-  worker* home = nullptr;
+  coro_join_slot* slots;
+  std::size_t count;
+  worker* home;
+  coro_root* root;
 };
+
+inline void coro_join_slot::resume_child(job* j) noexcept {
+  auto* self = static_cast<coro_join_slot*>(j);
+  coro_run(*self->link->root, self->handle, "coro join child");  // the last touch of *self
+}
 
 template <class T>
 class coro_promise;
@@ -167,6 +195,10 @@ struct coro_flow_awaiter_of {
 };
 template <class T>
 struct coro_awaiter;
+template <class... Ts>
+struct coro_join_args;
+template <class... Ts>
+class coro_join_awaiter;
 
 // What a promise knows whatever its value type.
 class coro_promise_base {
@@ -210,6 +242,18 @@ class coro_promise_base {
   coro_future_awaiter<U> await_transform(future<U>&& f) const {
     check_stop();
     return coro_future_awaiter<U>{f};
+  }
+  // co_await weft::join(coros...) (detail/coro_join.hpp): the awaiter is
+  // made in place, in the frame, and borrows the children.
+  template <class... Ts>
+  coro_join_awaiter<Ts...> await_transform(coro_join_args<Ts...>&& j) const {
+    check_stop();
+    return coro_join_awaiter<Ts...>{j.children};
+  }
+  template <class... Ts>
+  coro_join_awaiter<Ts...> await_transform(coro_join_args<Ts...>& j) const {
+    check_stop();
+    return coro_join_awaiter<Ts...>{j.children};
   }
   // co_await of a weft::flow_task (detail/coro_flow.hpp).
   template <class F>
@@ -258,12 +302,12 @@ class coro_promise_base {
         // the same order) and this child takes the counted path; only if
         // no queue takes it does the chain nest one more frame.
         job* queued = &next;
-        if (coro_stack_scope::room() || scheduler::publish(*s.root->owner, &queued, 1) == 0) {
+        if (coro_stack_scope::room() || scheduler::publish(*j.root->owner, &queued, 1) == 0) {
           next.owed = owed + 1;
           return next.handle;
         }
       } else if (worker* const self = tls.self; self == j.home && coro_stack_scope::room()) {
-        if (take_back(*s.root->owner, *self, next)) {
+        if (take_back(j, *self, next)) {
           // Ours now: no thief can see it. Plain store, same thread.
           next.owed = owed + 1;
           return next.handle;
@@ -289,12 +333,12 @@ class coro_promise_base {
   // (false: a thief took it). Jobs on top of it, which this child pushed and
   // left (a spawn), run here first, as join's take_back() runs them: out of
   // line, so that the common case (next on top) stays small.
-  [[gnu::always_inline]] static bool take_back(pool& p, worker& self,
+  [[gnu::always_inline]] static bool take_back(const coro_join_link& j, worker& self,
                                                coro_join_slot& next) noexcept {
     job* const top = self.deque.pop_expecting_private();
     if (top == &next) [[likely]]
       return true;
-    return take_back_slow(p, self, next, top);
+    return take_back_slow(*j.root->owner, self, next, top);
   }
   [[gnu::noinline]] static bool take_back_slow(pool& p, worker& self, coro_join_slot& next,
                                                job* top) noexcept {
