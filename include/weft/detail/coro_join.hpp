@@ -105,41 +105,42 @@ class coro_join_awaiter : coro_join_link {
     // The first error by address: no exception_ptr copy on the way.
     const std::exception_ptr* first = nullptr;
     std::apply(
-        [&first](coro<Ts>&... c) {
-          ((first = first != nullptr || !coro_access::handle(c).promise().error_
-                        ? first
-                        : &coro_access::handle(c).promise().error_),
-           ...);
+        [&first](coro_result<Ts>&... r) {
+          ((first = first != nullptr || !r.error ? first : &r.error), ...);
         },
-        children_);
+        results_);
     if (first != nullptr) std::rethrow_exception(*first);
-    return std::apply([](coro<Ts>&... c) { return std::tuple<result_t<Ts>...>{take(c)...}; },
-                      children_);
+    return std::apply([](coro_result<Ts>&... r) { return std::tuple<result_t<Ts>...>{take(r)...}; },
+                      results_);
   }
 
  private:
   template <std::size_t... I>
   void link(coro_root* r, std::index_sequence<I...> /*indices*/) noexcept {
-    (link_one(r, std::get<I>(children_), I), ...);
+    (link_one(r, std::get<I>(children_), std::get<I>(results_), I), ...);
   }
+  // Takes the child's coroutine from its coro: from here on its frame frees
+  // itself when it finishes (or, finished suspended, its result frees it).
   template <class T>
-  void link_one(coro_root* r, coro<T>& c, std::size_t index) noexcept {
-    auto h = coro_access::handle(c);
+  void link_one(coro_root* r, coro<T>& c, coro_result<T>& result, std::size_t index) noexcept {
+    auto h = coro_access::release(c);
     coro_join_slot* const slot = ::new (&slots_[index]) coro_join_slot(h, this, index);
     h.promise().root_ = r;
     h.promise().slot_ = slot;
+    h.promise().result_ = &result;
   }
   template <class T>
-  static result_t<T> take(coro<T>& c) {
+  static result_t<T> take(coro_result<T>& r) {
     if constexpr (std::is_void_v<T>) {
-      coro_access::handle(c).promise().take();
+      r.take();
       return {};
     } else {
-      return coro_access::handle(c).promise().take();
+      return r.take();
     }
   }
 
   std::tuple<coro<Ts>...>& children_;
+  std::tuple<coro_result<Ts>...> results_;
   // Made by await_suspend(), all fields at once: a join that never
   // suspends (its co_await threw first) leaves them unmade.
   union {
