@@ -492,7 +492,9 @@ class coro {
   ~coro() { reset(); }
 
   /// Whether this coro holds a coroutine that has not been started.
-  [[nodiscard]] bool valid() const noexcept { return h_ && !h_.done(); }
+  // Starting one (an await, a join, a start) takes its handle: a coro never
+  // holds a finished coroutine.
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(h_); }
 
   /// `co_await c` in another coro runs c on the same thread, then resumes
   /// the awaiting coro with c's result (or c's exception). Throws
