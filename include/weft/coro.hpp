@@ -28,6 +28,7 @@ namespace detail {
 template <class T>
 struct coro_start final : future_state<T> {
   coro_root root;
+  coro_result<T> result;
   std::coroutine_handle<coro_promise<T>> h;
 
   coro_start(pool& p, unsigned epoch, coro<T>& c) noexcept : h(coro_access::release(c)) {
@@ -43,19 +44,19 @@ struct coro_start final : future_state<T> {
     pr.root_ = &root;
     pr.done_ = &finish;
     pr.done_arg_ = this;
+    pr.result_ = &result;
   }
 
   static void start(job* j) noexcept {
     auto* self = static_cast<coro_start*>(static_cast<future_state<T>*>(j));
     const running_scope running{self->root.owner, self->root.epoch,
                                 static_cast<future_state<T>*>(self)};
-    const coro_stack_scope stack;
     const std::coroutine_handle<> h = self->h;
     if (current_trace != nullptr) [[unlikely]] {
       coro_resume::traced_resume(h, "coro start");  // a traced pool's job
       return;
     }
-    h.resume();  // may finish the start, and free *self
+    coro_drive(h);  // may finish the start, and free *self
   }
 
   // The root coroutine has finished (its final suspension point).
@@ -63,15 +64,15 @@ struct coro_start final : future_state<T> {
     auto* self = static_cast<coro_start*>(arg);
     pool& p = *self->root.owner;
     const unsigned epoch = self->root.epoch;
-    coro_promise<T>& pr = self->h.promise();
-    if (pr.error_) {
-      self->error = std::move(pr.error_);
+    coro_result<T>& r = self->result;
+    if (r.error) {
+      self->error = std::move(r.error);
     } else if constexpr (std::is_void_v<T>) {
       self->value.emplace();
     } else {
       try {
         // NOLINTNEXTLINE(bugprone-unchecked-optional-access): set unless it threw
-        self->value.emplace(std::move(*pr.value_));
+        self->value.emplace(std::move(*r.value));
       } catch (...) {
         self->error = std::current_exception();
       }

@@ -2,10 +2,10 @@
 // (docs/coroutines.md, "Join: what is stolen").
 #pragma once
 
-#include <array>
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <new>
 #include <tuple>
 #include <utility>
 
@@ -41,7 +41,13 @@ class coro_join_awaiter : coro_join_link {
   static constexpr std::size_t n = sizeof...(Ts);
 
  public:
-  explicit coro_join_awaiter(coro<Ts>&&... cs) : children_(std::move(cs)...) {
+  // Made in place by the promise's await_transform(), in the parent's
+  // frame; borrows the children from the coro_join_args that weft::join()
+  // returned, a temporary of the same full-expression (or a variable the
+  // caller moved from), which destroys them (and so frees their frames)
+  // after await_resume().
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): await_suspend() sets the link
+  explicit coro_join_awaiter(std::tuple<coro<Ts>...>& children) : children_(children) {
     std::apply(
         [](const coro<Ts>&... c) {
           if (!(c.valid() && ...)) {
@@ -54,11 +60,10 @@ class coro_join_awaiter : coro_join_link {
   }
   coro_join_awaiter(const coro_join_awaiter&) = delete;
   coro_join_awaiter& operator=(const coro_join_awaiter&) = delete;
-  // Moved only before it is awaited (a compiler may move the awaitable
-  // into the frame); the slots are filled by await_suspend().
-  coro_join_awaiter(coro_join_awaiter&& other) noexcept : children_(std::move(other.children_)) {}
+  coro_join_awaiter(coro_join_awaiter&&) = delete;
   coro_join_awaiter& operator=(coro_join_awaiter&&) = delete;
-  ~coro_join_awaiter() = default;
+  // The slots are plain data (trivially destructible): nothing to end.
+  ~coro_join_awaiter() {}  // NOLINT(modernize-use-equals-default): the union's slots
 
   [[nodiscard]] bool await_ready() const noexcept { return false; }
 
@@ -66,12 +71,14 @@ class coro_join_awaiter : coro_join_link {
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
     coro_root* const r = h.promise().root_;
     parent = h;
-    slots = slots_.data();
+    slots = slots_;
     count = n;
+    root = r;
     // Relaxed: the queues hand it to the thieves with the slots (a steal
     // acquires what the publication of the deque's items released).
     pending.store(n, std::memory_order_relaxed);
     link(r, std::index_sequence_for<Ts...>{});
+    home = nullptr;
     if (worker* const self = tls.self; self != nullptr && tls.owner == r->owner) {
       home = self;
       // Last child first, so that child 1 is on top when child 0 finishes.
@@ -82,7 +89,7 @@ class coro_join_awaiter : coro_join_link {
           // The deque could not grow: run the child here, now. It takes
           // back the ones pushed after it, and leaves pending above 0
           // (child 0 has not run).
-          coro_resume::resume_here(&slots_[i]);
+          coro_join_slot::resume_child(&slots_[i]);
         }
       }
     }
@@ -98,47 +105,55 @@ class coro_join_awaiter : coro_join_link {
     // The first error by address: no exception_ptr copy on the way.
     const std::exception_ptr* first = nullptr;
     std::apply(
-        [&first](coro<Ts>&... c) {
-          ((first = first != nullptr || !coro_access::handle(c).promise().error_
-                        ? first
-                        : &coro_access::handle(c).promise().error_),
-           ...);
+        [&first](coro_result<Ts>&... r) {
+          ((first = first != nullptr || !r.error ? first : &r.error), ...);
         },
-        children_);
+        results_);
     if (first != nullptr) std::rethrow_exception(*first);
-    return std::apply([](coro<Ts>&... c) { return std::tuple<result_t<Ts>...>{take(c)...}; },
-                      children_);
+    return std::apply([](coro_result<Ts>&... r) { return std::tuple<result_t<Ts>...>{take(r)...}; },
+                      results_);
   }
 
  private:
   template <std::size_t... I>
   void link(coro_root* r, std::index_sequence<I...> /*indices*/) noexcept {
-    (link_one(r, std::get<I>(children_), slots_[I], I), ...);
+    (link_one(r, std::get<I>(children_), std::get<I>(results_), I), ...);
   }
+  // Takes the child's coroutine from its coro: from here on its frame frees
+  // itself when it finishes (or, finished suspended, its result frees it).
   template <class T>
-  void link_one(coro_root* r, coro<T>& c, coro_join_slot& slot, std::size_t index) noexcept {
-    auto h = coro_access::handle(c);
+  void link_one(coro_root* r, coro<T>& c, coro_result<T>& result, std::size_t index) noexcept {
+    auto h = coro_access::release(c);
+    coro_join_slot* const slot = ::new (&slots_[index]) coro_join_slot(h, this, index);
     h.promise().root_ = r;
-    h.promise().slot_ = &slot;
-    slot.handle = h;
-    slot.root = r;
-    slot.label = "coro join child";
-    slot.link = this;
-    slot.index = index;
-    slot.owed = 1;
+    h.promise().slot_ = slot;
+    h.promise().result_ = &result;
   }
   template <class T>
-  static result_t<T> take(coro<T>& c) {
+  static result_t<T> take(coro_result<T>& r) {
     if constexpr (std::is_void_v<T>) {
-      coro_access::handle(c).promise().take();
+      r.take();
       return {};
     } else {
-      return coro_access::handle(c).promise().take();
+      return r.take();
     }
   }
 
-  std::tuple<coro<Ts>...> children_;
-  std::array<coro_join_slot, n> slots_;
+  std::tuple<coro<Ts>...>& children_;
+  std::tuple<coro_result<Ts>...> results_;
+  // Made by await_suspend(), all fields at once: a join that never
+  // suspends (its co_await threw first) leaves them unmade.
+  union {
+    coro_join_slot slots_[n];
+  };
+};
+
+// What weft::join(coros...) returns: the children, until the co_await that
+// joins them (coro_promise_base::await_transform(), which makes the awaiter
+// above) is over; then their frames go with it.
+template <class... Ts>
+struct coro_join_args {
+  std::tuple<coro<Ts>...> children;
 };
 
 }  // namespace weft::detail
@@ -152,11 +167,13 @@ namespace weft {
 /// parent resumes on the thread that finishes the last child. If children
 /// throw, the exception of the first of them (in argument order) is
 /// rethrown once all have finished. Pass the coros as rvalues (calls, or
-/// std::move); throws usage_error for an empty or finished one.
+/// std::move); for an empty or finished one, the co_await throws
+/// usage_error (before anything runs). What join() returns holds the coros
+/// until that co_await is over: await it at once.
 template <class A, class B, class... Ts>
-[[nodiscard]] detail::coro_join_awaiter<A, B, Ts...> join(coro<A>&& a, coro<B>&& b,
-                                                          coro<Ts>&&... rest) {
-  return detail::coro_join_awaiter<A, B, Ts...>{std::move(a), std::move(b), std::move(rest)...};
+[[nodiscard]] detail::coro_join_args<A, B, Ts...> join(coro<A>&& a, coro<B>&& b,
+                                                       coro<Ts>&&... rest) {
+  return {{std::move(a), std::move(b), std::move(rest)...}};
 }
 
 }  // namespace weft

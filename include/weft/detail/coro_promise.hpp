@@ -40,54 +40,45 @@ struct coro_root {
   std::atomic<bool> stop{false};
 };
 
-// The hand-over from a join's child to its next sibling is a symmetric
-// transfer, a tail call only where the compiler makes it one (GCC at -O2,
-// Clang; not GCC at -O0/-O1, nor under the sanitizers, whose hooks keep
-// the caller's frame). Without it every hand-over nests a native frame, and
-// a fork-join tree with nothing stolen would run as one chain of them. So a
-// child hands over only while the stack has grown less than
-// coro_handover_stack since the job that runs it began (coro_stack_scope,
-// set by every job that resumes a coroutine); past that it takes the
-// counted path and returns to the worker's loop, which unwinds the stack
-// and runs the sibling from the deque. With tail calls the stack does not
-// grow, and the check always passes.
-inline constexpr std::ptrdiff_t coro_handover_stack = std::ptrdiff_t{64} * 1024;
-// Where the innermost job that resumes coroutines began, on this thread's
-// stack; null outside one. Constant-initialised: no TLS guard.
-inline constinit thread_local const char* coro_stack_base = nullptr;
-
-[[gnu::always_inline]] inline const char* coro_stack_here() noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  return static_cast<const char*>(__builtin_frame_address(0));
-#else
-  return nullptr;  // unknown: no limit
-#endif
-}
-
-// Marks the stack where a job that resumes a coroutine begins.
-class coro_stack_scope {
- public:
-  coro_stack_scope() noexcept : outer_(coro_stack_base) { coro_stack_base = coro_stack_here(); }
-  coro_stack_scope(const coro_stack_scope&) = delete;
-  coro_stack_scope& operator=(const coro_stack_scope&) = delete;
-  ~coro_stack_scope() { coro_stack_base = outer_; }
-
-  // Whether a hand-over may nest one more frame here (stacks grow down on
-  // every platform weft runs on).
-  [[nodiscard]] static bool room() noexcept {
-    const char* const base = coro_stack_base;
-    const char* const here = coro_stack_here();
-    return base == nullptr || here == nullptr || base - here < coro_handover_stack;
-  }
-
- private:
-  const char* outer_;
+// What runs after the coroutine a job resumed has finished or suspended
+// (coro_drive()): a coroutine that finishes under a job that drives it
+// frees its own frame at its final suspension point (GCC and Clang do that
+// inline, without a second entry into the coroutine's function) and leaves
+// here what comes next, instead of transferring to it while its frame
+// still exists: the awaiting coroutine, the join's next child taken back
+// from the deque, the join's parent, or a join whose pending count it must
+// decrement once its frame is gone (`link`, by `owed`). So a finished
+// child's parameters are destroyed before anything that waits for it goes
+// on, and a hand-over never nests a native frame, whether or not the
+// compiler makes symmetric transfers tail calls.
+struct coro_join_link;
+struct coro_after {
+  std::coroutine_handle<> next;
+  coro_join_link* link = nullptr;
+  std::size_t owed = 0;
+  [[nodiscard]] bool empty() const noexcept { return !next && link == nullptr; }
 };
+// The innermost coro_drive()'s record on this thread; null outside one (a
+// coroutine resumed by a foreign awaitable's thread: it hands on by
+// symmetric transfer, and its awaiter frees its frame). Constant-
+// initialised: no TLS guard.
+inline constinit thread_local coro_after* coro_after_here = nullptr;
 
-// Resumes a suspended coroutine as a job of its start's pool: a join's
-// queued child, or a coroutine whose future became ready. Lives in the
-// frame of the coroutine that waits, which may end (and free it) as soon
-// as h.resume() begins.
+// Resumes h, then whatever the coroutines it ran left in this drive's
+// record, until one suspends with nothing left.
+void coro_drive(std::coroutine_handle<> h) noexcept;
+
+// Runs a job that resumes coroutine h of start r, on this thread: the job's
+// running_scope (the pool and epoch parity its spawns count in), the drive
+// (coro_drive()), and, in a traced pool, a slice named `label`. The
+// coroutine may free the job as soon as it resumes: only copies are used.
+[[gnu::always_inline]] inline void coro_run(const coro_root& r, std::coroutine_handle<> h,
+                                            const char* label) noexcept;
+
+// Resumes a suspended coroutine as a job of its start's pool: a coroutine
+// whose future became ready, whose timer fired, whose flow task finished.
+// Lives in the frame of the coroutine that waits, which may end (and free
+// it) as soon as h.resume() begins.
 struct coro_resume : job {
   std::coroutine_handle<> handle;
   coro_root* root = nullptr;
@@ -107,16 +98,7 @@ struct coro_resume : job {
   }
   static void resume_here(job* j) noexcept {
     auto* self = static_cast<coro_resume*>(j);
-    const coro_root& r = *self->root;
-    const running_scope running{r.owner, r.epoch};
-    const coro_stack_scope stack;
-    // A traced pool's job (pool::execute set the thread's ring): one
-    // predictable branch otherwise.
-    if (current_trace != nullptr) [[unlikely]] {
-      traced_resume(self->handle, self->label);
-      return;
-    }
-    self->handle.resume();  // the last touch of *self
+    coro_run(*self->root, self->handle, self->label);  // the last touch of *self
   }
 
   // The resumption as a slice named `label`, inside the job's slice. The
@@ -124,34 +106,85 @@ struct coro_resume : job {
   [[gnu::noinline]] static void traced_resume(std::coroutine_handle<> h,
                                               const char* label) noexcept {
     const task_trace slice{label, 0};
-    h.resume();
+    coro_drive(h);
   }
 };
 
+inline void coro_run(const coro_root& r, std::coroutine_handle<> h, const char* label) noexcept {
+  const running_scope running{r.owner, r.epoch};
+  // A traced pool's job (pool::execute set the thread's ring): one
+  // predictable branch otherwise.
+  if (current_trace != nullptr) [[unlikely]] {
+    coro_resume::traced_resume(h, label);
+    return;
+  }
+  coro_drive(h);
+}
+
 // A join's child as its siblings and its queue see it (detail/coro_join.hpp,
 // docs/coroutines.md, "Join: what is stolen"): the job that resumes it when
-// it is taken from a deque, and its place in the join.
+// it is taken from a deque, and its place in the join. Made by the join's
+// await_suspend(), every field at once; plain data, never destroyed.
 struct coro_join_link;
-struct coro_join_slot : coro_resume {
-  coro_join_link* link = nullptr;
-  std::size_t index = 0;
+struct coro_join_slot : job {
+  std::coroutine_handle<> handle;
+  coro_join_link* link;
+  std::size_t index;
   // How many of the join's children finished into this one: 1 (itself)
   // plus those handed on to it one after the other (finished()). Written by
   // the parent before the slot is queued, and by the sibling before this
   // one that took the slot back from its own deque, which then owns it.
   std::size_t owed = 1;
+
+  coro_join_slot(std::coroutine_handle<> h, coro_join_link* l, std::size_t i) noexcept
+      : handle(h), link(l), index(i) {
+    this->run = &resume_child;
+  }
+  // Taken from a deque: by a thief, by its own worker's loop, or run at
+  // once when the deque could not take it.
+  static void resume_child(job* j) noexcept;
 };
 
 // What a join's children share. `home`: the worker on whose deque children
 // 1..count-1 wait; null when they are chained instead (a thread that is not
 // one of the pool's workers: each finished child hands on to the next).
+// Every field is set by the join's await_suspend(), before any child runs.
 struct coro_join_link {
-  std::atomic<std::size_t> pending{0};
+  std::atomic<std::size_t> pending;
   std::coroutine_handle<> parent;
-  coro_join_slot* slots = nullptr;
-  std::size_t count = 0;
-  worker* home = nullptr;
+  coro_join_slot* slots;
+  std::size_t count;
+  worker* home;
+  coro_root* root;
 };
+
+inline void coro_drive(std::coroutine_handle<> h) noexcept {
+  coro_after here;
+  coro_after* const outer = std::exchange(coro_after_here, &here);
+  for (;;) {
+    h.resume();
+    if (here.next) {
+      h = std::exchange(here.next, nullptr);
+      continue;
+    }
+    if (here.link == nullptr) break;
+    coro_join_link& j = *std::exchange(here.link, nullptr);
+    // acq_rel: release publishes the results of the finished child and of
+    // those it carries to whoever brings the count to zero; acquire, in
+    // that one, sees every other child's (the decrements form one release
+    // sequence). It then resumes the parent, which reads all results. Only
+    // that one reads j after the decrement: the parent may end the join as
+    // soon as the count is zero.
+    if (j.pending.fetch_sub(here.owed, std::memory_order_acq_rel) != here.owed) break;
+    h = j.parent;
+  }
+  coro_after_here = outer;
+}
+
+inline void coro_join_slot::resume_child(job* j) noexcept {
+  auto* self = static_cast<coro_join_slot*>(j);
+  coro_run(*self->link->root, self->handle, "coro join child");  // the last touch of *self
+}
 
 template <class T>
 class coro_promise;
@@ -167,6 +200,46 @@ struct coro_flow_awaiter_of {
 };
 template <class T>
 struct coro_awaiter;
+struct coro_access;
+template <class... Ts>
+struct coro_join_args;
+template <class... Ts>
+class coro_join_awaiter;
+
+// A coroutine's result, in whatever waits for it (an awaiter, a join, a
+// start): the coroutine writes it before it finishes, and its frame may be
+// gone by the time the waiter reads it.
+struct coro_result_base {
+  std::exception_ptr error;
+  // The frame of a coroutine that finished suspended (no drive: resumed by
+  // a foreign awaitable's thread), freed with this.
+  std::coroutine_handle<> leftover;
+
+  coro_result_base() = default;
+  coro_result_base(const coro_result_base&) = delete;
+  coro_result_base& operator=(const coro_result_base&) = delete;
+  coro_result_base(coro_result_base&&) = delete;
+  coro_result_base& operator=(coro_result_base&&) = delete;
+  ~coro_result_base() {
+    if (leftover) leftover.destroy();
+  }
+};
+template <class T>
+struct coro_result : coro_result_base {
+  std::optional<T> value;
+  // The result, or the exception rethrown (once the coroutine finished).
+  T take() {
+    if (error) std::rethrow_exception(std::exchange(error, nullptr));
+    // Engaged unless the body threw. NOLINTNEXTLINE(bugprone-unchecked-optional-access)
+    return std::move(*value);
+  }
+};
+template <>
+struct coro_result<void> : coro_result_base {
+  void take() {
+    if (error) std::rethrow_exception(std::exchange(error, nullptr));
+  }
+};
 
 // What a promise knows whatever its value type.
 class coro_promise_base {
@@ -178,19 +251,23 @@ class coro_promise_base {
   // Lazy: nothing runs until the coroutine is awaited, joined or started.
   std::suspend_always initial_suspend() noexcept { return {}; }
 
-  // Symmetric transfer to whoever waits: the awaiting coroutine, the join's
-  // parent when this is its last child to finish, or nobody (a start's
-  // root, which completes its future here).
+  // At the final suspension point. Under a drive (coro_drive(), every job
+  // that resumes a coroutine) an awaited coro or a join's child leaves what
+  // comes next in the drive's record and does not suspend: its frame frees
+  // itself at once, and the drive goes on. Otherwise (a start's root, whose
+  // frame the start frees; or a coroutine resumed by a foreign awaitable's
+  // thread) it suspends and transfers to whoever waits (finished()).
   struct final_awaiter {
-    [[nodiscard]] bool await_ready() const noexcept { return false; }
+    coro_promise_base& p;
+    [[nodiscard]] bool await_ready() const noexcept { return p.hand_on(); }
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
-      return h.promise().finished();
+      return p.finished(h);
     }
     void await_resume() const noexcept {}
   };
-  final_awaiter final_suspend() noexcept { return {}; }
-  void unhandled_exception() noexcept { error_ = std::current_exception(); }
+  final_awaiter final_suspend() noexcept { return {*this}; }
+  void unhandled_exception() noexcept { result_->error = std::current_exception(); }
 
   // The cancellation point of every co_await (docs/coroutines.md,
   // "Cancellation"): once the start's future was cancelled, the next
@@ -211,6 +288,18 @@ class coro_promise_base {
     check_stop();
     return coro_future_awaiter<U>{f};
   }
+  // co_await weft::join(coros...) (detail/coro_join.hpp): the awaiter is
+  // made in place, in the frame, and borrows the children.
+  template <class... Ts>
+  coro_join_awaiter<Ts...> await_transform(coro_join_args<Ts...>&& j) const {
+    check_stop();
+    return coro_join_awaiter<Ts...>{j.children};
+  }
+  template <class... Ts>
+  coro_join_awaiter<Ts...> await_transform(coro_join_args<Ts...>& j) const {
+    check_stop();
+    return coro_join_awaiter<Ts...>{j.children};
+  }
   // co_await of a weft::flow_task (detail/coro_flow.hpp).
   template <class F>
   requires std::is_same_v<std::remove_cvref_t<F>, flow_task>
@@ -225,76 +314,102 @@ class coro_promise_base {
     }
   }
 
-  [[nodiscard]] std::coroutine_handle<> finished() noexcept {
-    if (continuation_) return continuation_;
-    if (slot_ != nullptr) return finish_child(*slot_);
+  // The final hand-on under a drive (final_awaiter): true if it left what
+  // comes next in the drive's record. An occupied record belongs to a
+  // coroutine that a foreign awaitable resumed inside another's body (the
+  // drive runs it once that body returns to it): this one transfers.
+  [[nodiscard]] bool hand_on() noexcept {
+    coro_after* const a = coro_after_here;
+    if (a == nullptr || !a->empty()) return false;
+    if (continuation_) {
+      a->next = continuation_;
+      return true;
+    }
+    if (slot_ == nullptr) return false;  // a start's root
+    const handover h = finish_child(*slot_);
+    a->next = h.to;
+    a->link = h.link;
+    a->owed = h.owed;
+    return true;
+  }
+
+  // Suspended at the final point (final_awaiter): transfers to whoever
+  // waits, which frees this frame (coro_result_base::leftover) once it has
+  // resumed, or, for a start's root, completes its future and frees it.
+  [[nodiscard]] std::coroutine_handle<> finished(std::coroutine_handle<> self) noexcept {
+    if (continuation_) {
+      result_->leftover = self;
+      return continuation_;
+    }
+    if (slot_ != nullptr) {
+      result_->leftover = self;  // before the decrement below publishes it
+      const handover h = finish_child(*slot_);
+      if (h.to) return h.to;
+      // acq_rel: as in coro_drive(). Only the last one reads j after it.
+      if (h.link->pending.fetch_sub(h.owed, std::memory_order_acq_rel) == h.owed) {
+        return h.link->parent;
+      }
+      return std::noop_coroutine();
+    }
     // A start's root: completes its future, and frees this frame.
     void (*const done)(void*) noexcept = done_;
     done(done_arg_);
     return std::noop_coroutine();
   }
 
+  // What a finished join child hands on to: `to`, or, when that is null,
+  // the parent once `pending` drops by `owed` to zero (the decrement is the
+  // caller's: the drive's after the frame is gone, or finished()'s).
+  struct handover {
+    std::coroutine_handle<> to;
+    coro_join_link* link;
+    std::size_t owed;
+  };
+
   // A join's child has finished (docs/coroutines.md, "Join: what is
   // stolen"). If the next child is still on this worker's deque (its top,
-  // unless a thief took it) and the stack has room for a hand-over
-  // (coro_stack_scope), this one takes it back and hands on to it:
+  // unless a thief took it), this one takes it back and hands on to it:
   // nothing was stolen, so nothing needs an atomic, and the next one carries
   // this one's completion (owed). A child that finds its next sibling gone,
   // or that is the last, accounts for what it carries in `pending`; the one
   // that brings it to zero resumes the parent. A child that carries every
   // child's completion (owed == count: the children ran one after the other,
   // each handed on to by the one before) resumes the parent with no atomic
-  // at all.
-  [[nodiscard]] static std::coroutine_handle<> finish_child(coro_join_slot& s) noexcept {
+  // at all. Chained children (no home: a thread that is not one of the
+  // pool's workers) hand on to the next one in any case: the parent waits
+  // for this hand-over, so the next one is alive.
+  [[nodiscard]] static handover finish_child(coro_join_slot& s) noexcept {
     coro_join_link& j = *s.link;
     const std::size_t owed = s.owed;
     const std::size_t count = j.count;
     if (s.index + 1 < count) {
       coro_join_slot& next = j.slots[s.index + 1];
       if (j.home == nullptr) {
-        // Chained: the parent waits for this transfer, so next is alive.
-        // Without room on the stack, next goes to the pool's queue (a
-        // sequential pool's thread runs it once this job has unwound, in
-        // the same order) and this child takes the counted path; only if
-        // no queue takes it does the chain nest one more frame.
-        job* queued = &next;
-        if (coro_stack_scope::room() || scheduler::publish(*s.root->owner, &queued, 1) == 0) {
-          next.owed = owed + 1;
-          return next.handle;
-        }
-      } else if (worker* const self = tls.self; self == j.home && coro_stack_scope::room()) {
-        if (take_back(*s.root->owner, *self, next)) {
-          // Ours now: no thief can see it. Plain store, same thread.
-          next.owed = owed + 1;
-          return next.handle;
-        }
+        next.owed = owed + 1;
+        return {next.handle, nullptr, 0};
+      }
+      if (worker* const self = tls.self; self == j.home && take_back(j, *self, next)) {
+        // Ours now: no thief can see it. Plain store, same thread.
+        next.owed = owed + 1;
+        return {next.handle, nullptr, 0};
       }
     }
     // Every child carried here: all finished before us, on this thread or
     // handed on along it; nobody else touches the join.
-    if (owed == count) return j.parent;
-    // Read before the decrement: once it is done, the last child may
-    // resume the parent on another thread, and the parent may end the join
-    // (and reuse its memory for the next one) while we still run. Only the
-    // last one, whom the parent waits for, reads j after it.
-    // acq_rel: release publishes the results of this child and of those it
-    // carries to whoever brings the count to zero; acquire, in that one,
-    // sees every other child's (the decrements form one release sequence).
-    // It then resumes the parent, which reads all results.
-    if (j.pending.fetch_sub(owed, std::memory_order_acq_rel) == owed) return j.parent;
-    return std::noop_coroutine();
+    if (owed == count) return {j.parent, nullptr, 0};
+    return {nullptr, &j, owed};
   }
 
   // Pops self's deque until `next` comes back (true) or the deque is empty
   // (false: a thief took it). Jobs on top of it, which this child pushed and
   // left (a spawn), run here first, as join's take_back() runs them: out of
   // line, so that the common case (next on top) stays small.
-  [[gnu::always_inline]] static bool take_back(pool& p, worker& self,
+  [[gnu::always_inline]] static bool take_back(const coro_join_link& j, worker& self,
                                                coro_join_slot& next) noexcept {
     job* const top = self.deque.pop_expecting_private();
     if (top == &next) [[likely]]
       return true;
-    return take_back_slow(p, self, next, top);
+    return take_back_slow(*j.root->owner, self, next, top);
   }
   [[gnu::noinline]] static bool take_back_slow(pool& p, worker& self, coro_join_slot& next,
                                                job* top) noexcept {
@@ -311,58 +426,32 @@ class coro_promise_base {
   coro_join_slot* slot_ = nullptr;  // a join's child
   void (*done_)(void*) noexcept = nullptr;
   void* done_arg_ = nullptr;
-  std::exception_ptr error_;
+  // Where the result goes, in whatever waits (coro_result): set before the
+  // coroutine first runs, by its awaiter, its join or its start.
+  coro_result_base* result_ = nullptr;
 };
 
-// The value side: return_value() / return_void() and the result's storage.
+// The value side: return_value() / return_void(), into the waiter's
+// coro_result.
 template <class T>
 class coro_value : public coro_promise_base {
  public:
   template <class U = T>
   requires std::is_convertible_v<U&&, T>
-  void return_value(U&& v) { value_.emplace(std::forward<U>(v)); }
-
-  // The result, or the exception rethrown (an awaiter, once it finished).
-  T take() {
-    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-    // Engaged unless the body threw. NOLINTNEXTLINE(bugprone-unchecked-optional-access)
-    return std::move(*value_);
+  void return_value(U&& v) {
+    static_cast<coro_result<T>*>(this->result_)->value.emplace(std::forward<U>(v));
   }
-  std::optional<T> value_;
 };
 template <>
 class coro_value<void> : public coro_promise_base {
  public:
   void return_void() noexcept {}
-  void take() {
-    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-  }
 };
 
 template <class T>
 class coro_promise final : public coro_value<T> {
  public:
   coro<T> get_return_object() noexcept;
-};
-
-struct coro_access;
-
-// `co_await c` of a coro<T>: c runs on the awaiting thread, by symmetric
-// transfer both ways.
-template <class T>
-struct coro_awaiter {
-  std::coroutine_handle<coro_promise<T>> child;
-  [[nodiscard]] bool await_ready() const noexcept { return false; }
-  template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
-    static_assert(std::is_base_of_v<coro_promise_base, P>,
-                  "weft::coro can be awaited only from a weft::coro");
-    coro_promise<T>& c = child.promise();
-    c.continuation_ = parent;
-    c.root_ = parent.promise().root_;
-    return child;  // symmetric transfer: the stack does not grow
-  }
-  T await_resume() { return child.promise().take(); }
 };
 
 }  // namespace detail
@@ -403,7 +492,9 @@ class coro {
   ~coro() { reset(); }
 
   /// Whether this coro holds a coroutine that has not been started.
-  [[nodiscard]] bool valid() const noexcept { return h_ && !h_.done(); }
+  // Starting one (an await, a join, a start) takes its handle: a coro never
+  // holds a finished coroutine.
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(h_); }
 
   /// `co_await c` in another coro runs c on the same thread, then resumes
   /// the awaiting coro with c's result (or c's exception). Throws
@@ -414,7 +505,7 @@ class coro {
           "weft::coro: co_await of an empty or finished coro (moved from, or awaited "
           "already); await each coro once");
     }
-    return detail::coro_awaiter<T>{h_};
+    return detail::coro_awaiter<T>{*this, {}};
   }
 
  private:
@@ -445,6 +536,29 @@ struct coro_access {
   static std::coroutine_handle<coro_promise<T>> release(coro<T>& c) noexcept {
     return std::exchange(c.h_, nullptr);
   }
+};
+
+// `co_await c` of a coro<T>: c runs on the awaiting thread (symmetric
+// transfer), and its result lands here. Takes c's coroutine when it starts
+// it: from then on the frame frees itself (or, finished suspended, this
+// awaiter's result frees it).
+template <class T>
+struct coro_awaiter {
+  coro<T>& c;
+  coro_result<T> result;
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
+    static_assert(std::is_base_of_v<coro_promise_base, P>,
+                  "weft::coro can be awaited only from a weft::coro");
+    const std::coroutine_handle<coro_promise<T>> child = coro_access::release(c);
+    coro_promise<T>& pr = child.promise();
+    pr.continuation_ = parent;
+    pr.root_ = parent.promise().root_;
+    pr.result_ = &result;
+    return child;  // symmetric transfer: the stack does not grow
+  }
+  T await_resume() { return result.take(); }
 };
 
 }  // namespace detail
