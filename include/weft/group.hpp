@@ -285,7 +285,7 @@ class task_group {
   // true once the group is idle, false when the general wait (wait_idle())
   // must go on.
   bool wait_at_home() {
-    auto done = [this] { return idle(); };
+    auto done = [this] { return idle_with_home(); };
     auto mine = [this](const detail::job* j) { return this->mine(j); };
     if (!detail::local::help_from_own_deque(pool_, *home_, done, mine)) return false;
     slots_used_ = 0;  // every slot's job has finished
@@ -400,6 +400,11 @@ class task_group {
       // jobs' writes are visible to whoever saw the count reach zero.
       return (state_.load(std::memory_order_acquire) & count_mask) == 0;
     }
+    return idle_with_home();
+  }
+  // idle() for a group with a home, as the home's wait() tests it before
+  // each take (without the test of home_ that idle() makes first).
+  [[nodiscard]] bool idle_with_home() const noexcept {
     // With a home, no one counter is the number of jobs left: that is
     // home_spawned_ - home_finished_ + state_'s count, where a job the home
     // spawned and another thread ran is subtracted from state_. The three
