@@ -171,12 +171,15 @@ class task_group {
   // own slots are free again once the group is idle; a cached one goes back
   // to the home's cache before its finish is counted (docs/design.md, "A
   // task_group on its home worker").
+  // A slot's flags when it is made: pool::purge() may drop it; unstamped:
+  // see job_flags::unstamped. Whoever drops it adds job_flags::cancel.
+  static constexpr std::uint32_t made_flags =
+      detail::job_flags::cancellable | detail::job_flags::unstamped;
   struct slot : detail::job {
     static constexpr std::size_t storage_size = 40;
     slot(task_group* g, unsigned e, run_fn r) noexcept : epoch(e), group(g) {
       run = r;
-      // pool::purge() may drop it; unstamped: see job_flags::unstamped.
-      flags = detail::job_flags::cancellable | detail::job_flags::unstamped;
+      flags = made_flags;
     }
     unsigned epoch;  // its epoch parity (pool::count_own_spawn), in job's padding
     task_group* group;
@@ -217,8 +220,8 @@ class task_group {
       // the group marks it as one of its own (see wait_idle()).
       const detail::running_scope running{&g->pool_, epoch, g};
       C* fn = std::launder(reinterpret_cast<C*>(s->storage));
-      if (detail::scheduler::cancelled_at_start(g->pool_, s)) [[unlikely]] {
-        g->fail(detail::cancelled_error());
+      if (s->flags != made_flags && dropped(s)) [[unlikely]] {
+        // pool::purge() dropped it (dropped() failed the group).
       } else {
         g->run_guarded(*fn);
       }
@@ -231,6 +234,16 @@ class task_group {
     } else {
       g->finish_slot(epoch);
     }
+  }
+  // A slot whose flags are no longer those it was made with, at its start:
+  // whether pool::purge() dropped it, and then the group fails with
+  // job_cancelled. Out of line, so that run_slot() keeps nothing for it in
+  // registers across the callable (saved and restored in every run).
+  [[gnu::noinline]] static bool dropped(slot* s) noexcept {
+    task_group* const g = s->group;
+    if (!detail::scheduler::cancelled_at_start(g->pool_, s)) return false;
+    g->fail(detail::cancelled_error());
+    return true;
   }
   // A slot has run: counted finished in the pool and then in the group.
   void finish_slot(unsigned epoch) noexcept {
