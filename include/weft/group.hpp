@@ -171,12 +171,15 @@ class task_group {
   // own slots are free again once the group is idle; a cached one goes back
   // to the home's cache before its finish is counted (docs/design.md, "A
   // task_group on its home worker").
+  // A slot's flags when it is made: pool::purge() may drop it; unstamped:
+  // see job_flags::unstamped. Whoever drops it adds job_flags::cancel.
+  static constexpr std::uint32_t made_flags =
+      detail::job_flags::cancellable | detail::job_flags::unstamped;
   struct slot : detail::job {
     static constexpr std::size_t storage_size = 40;
     slot(task_group* g, unsigned e, run_fn r) noexcept : epoch(e), group(g) {
       run = r;
-      // pool::purge() may drop it; unstamped: see job_flags::unstamped.
-      flags = detail::job_flags::cancellable | detail::job_flags::unstamped;
+      flags = made_flags;
     }
     unsigned epoch;  // its epoch parity (pool::count_own_spawn), in job's padding
     task_group* group;
@@ -217,8 +220,8 @@ class task_group {
       // the group marks it as one of its own (see wait_idle()).
       const detail::running_scope running{&g->pool_, epoch, g};
       C* fn = std::launder(reinterpret_cast<C*>(s->storage));
-      if (detail::scheduler::cancelled_at_start(g->pool_, s)) [[unlikely]] {
-        g->fail(detail::cancelled_error());
+      if (s->flags != made_flags && dropped(s)) [[unlikely]] {
+        // pool::purge() dropped it (dropped() failed the group).
       } else {
         g->run_guarded(*fn);
       }
@@ -231,6 +234,16 @@ class task_group {
     } else {
       g->finish_slot(epoch);
     }
+  }
+  // A slot whose flags are no longer those it was made with, at its start:
+  // whether pool::purge() dropped it, and then the group fails with
+  // job_cancelled. Out of line, so that run_slot() keeps nothing for it in
+  // registers across the callable (saved and restored in every run).
+  [[gnu::noinline]] static bool dropped(slot* s) noexcept {
+    task_group* const g = s->group;
+    if (!detail::scheduler::cancelled_at_start(g->pool_, s)) return false;
+    g->fail(detail::cancelled_error());
+    return true;
   }
   // A slot has run: counted finished in the pool and then in the group.
   void finish_slot(unsigned epoch) noexcept {
@@ -252,31 +265,32 @@ class task_group {
     // where the job keeps its cache, which is the home's.
     detail::job_cache* const cache = &home_->cache;
     auto* j = std::launder(::new (static_cast<void*>(s)) detail::heap_job);
-    j->epoch = epoch;
-    j->home = cache;
-    const bool at_home = detail::tls.self == home_;
-    detail::local::retire(pool_, j);
-    if (at_home) {
+    j->home = cache;  // a free job keeps it too
+    detail::worker* const self = detail::tls.self;
+    if (self == home_) [[likely]] {
+      // What pool::retire() does for a heap job its own cache's worker
+      // runs, without its tests: back on the home's free list, counted
+      // finished in the home's deferred count (plain stores).
+      cache->release_local(j);
+      ++self->finished[epoch];
       finish_at_home();
-    } else {
-      finish_shared();
+      return;
     }
+    j->epoch = epoch;
+    detail::local::retire(pool_, j);
+    finish_shared();
   }
   // Whether j is one of this group's slots, in the group or in the home's
   // cache: those the home's wait() runs as calls. Every job flagged
   // `unstamped` is a slot of some group (job_flags::unstamped), so reading
   // its group is sound; j was taken from the home's own deque, so its flags
   // are the home's to read (no thief writes them).
+  // The group's own two slots are flagged too, so one test covers both
+  // kinds (the address test for the own slots first cost 5 instructions a
+  // take, callgrind).
   [[nodiscard]] bool mine(const detail::job* j) const noexcept {
-    if (owns(j)) return true;
     return (j->flags & detail::job_flags::unstamped) != 0 &&
            static_cast<const slot*>(j)->group == this;
-  }
-  // Whether j is one of the slots in the group itself.
-  [[nodiscard]] bool owns(const detail::job* j) const noexcept {
-    const auto at = reinterpret_cast<std::uintptr_t>(j);
-    const auto first = reinterpret_cast<std::uintptr_t>(&slots_[0]);
-    return at - first < sizeof(slots_);
   }
 
   // wait() on the home, inlined: takes the group's jobs back from the top
@@ -284,7 +298,7 @@ class task_group {
   // true once the group is idle, false when the general wait (wait_idle())
   // must go on.
   bool wait_at_home() {
-    auto done = [this] { return idle(); };
+    auto done = [this] { return idle_with_home(); };
     auto mine = [this](const detail::job* j) { return this->mine(j); };
     if (!detail::local::help_from_own_deque(pool_, *home_, done, mine)) return false;
     slots_used_ = 0;  // every slot's job has finished
@@ -399,6 +413,11 @@ class task_group {
       // jobs' writes are visible to whoever saw the count reach zero.
       return (state_.load(std::memory_order_acquire) & count_mask) == 0;
     }
+    return idle_with_home();
+  }
+  // idle() for a group with a home, as the home's wait() tests it before
+  // each take (without the test of home_ that idle() makes first).
+  [[nodiscard]] bool idle_with_home() const noexcept {
     // With a home, no one counter is the number of jobs left: that is
     // home_spawned_ - home_finished_ + state_'s count, where a job the home
     // spawned and another thread ran is subtracted from state_. The three
