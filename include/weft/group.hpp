@@ -181,7 +181,7 @@ class task_group {
       run = r;
       flags = made_flags;
     }
-    unsigned epoch;  // its epoch parity (pool::count_own_spawn), in job's padding
+    unsigned epoch;  // its epoch parity (pool::counting::count_own_spawn), in job's padding
     task_group* group;
     alignas(void*) std::byte storage[storage_size];
   };
@@ -258,7 +258,7 @@ class task_group {
   }
   // A slot in a heap job of the home's cache has run (its callable is
   // destroyed): the memory goes back to that cache and the job is counted
-  // finished in the pool, as pool::retire() does for any heap job, and then
+  // finished in the pool, as pool::counting::retire() does for any heap job, and then
   // in the group, whose last touch this is.
   void finish_cached(slot* s, unsigned epoch) noexcept {
     // The heap job again, as the cache lent it: the slot kept its group
@@ -268,7 +268,7 @@ class task_group {
     j->home = cache;  // a free job keeps it too
     detail::worker* const self = detail::tls.self;
     if (self == home_) [[likely]] {
-      // What pool::retire() does for a heap job its own cache's worker
+      // What pool::counting::retire() does for a heap job its own cache's worker
       // runs, without its tests: back on the home's free list, counted
       // finished in the home's deferred count (plain stores).
       cache->release_local(j);
@@ -294,7 +294,7 @@ class task_group {
   }
 
   // wait() on the home, inlined: takes the group's jobs back from the top
-  // of its deque and runs its slots as calls (pool::help_from_own_deque());
+  // of its deque and runs its slots as calls (pool::waits::help_from_own_deque());
   // true once the group is idle, false when the general wait (wait_idle())
   // must go on.
   bool wait_at_home() {
